@@ -1,0 +1,67 @@
+"""Timing harness: min over interleaved repeats, ours vs the official binding.
+
+Each case is a pair of zero-argument statements compiled with ``timeit`` (no
+lambda overhead in the loop). Repeats alternate between the bindings so that
+machine noise (frequency scaling, other processes) hits both alike, and the
+minimum of each side is reported.
+"""
+
+from __future__ import annotations
+
+import platform
+import timeit
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Case:
+    """One benchmarked operation, as a statement per binding."""
+
+    name: str
+    ours: str
+    official: str
+
+
+def _ns(stmt: str, env: dict[str, Any], number: int) -> float:
+    return timeit.Timer(stmt, globals=env).timeit(number) / number * 1e9
+
+
+def measure(
+    cases: list[Case], env: dict[str, Any], repeats: int = 15, number: int = 20000
+) -> list[tuple[Case, float, float]]:
+    """Return (case, ours_ns, official_ns) with the min over interleaved repeats."""
+    rows = []
+    for case in cases:
+        # Warm up both (first calls populate caches, allocate pools).
+        _ns(case.ours, env, 1000)
+        _ns(case.official, env, 1000)
+        ours, official = [], []
+        for _ in range(repeats):
+            ours.append(_ns(case.ours, env, number))
+            official.append(_ns(case.official, env, number))
+        rows.append((case, min(ours), min(official)))
+    return rows
+
+
+def floor_ns(env: dict[str, Any], number: int = 200000) -> float:
+    """Cost of a plain builtin call, the floor any binding pays."""
+    return min(_ns("_floor(1)", {**env, "_floor": abs}, number) for _ in range(7))
+
+
+def machine() -> str:
+    """A short description of this machine."""
+    return f"{platform.processor() or platform.machine()}, {platform.python_implementation()} " \
+        f"{platform.python_version()}, {platform.system()}"
+
+
+def table(rows: list[tuple[Case, float, float]], floor: float) -> str:
+    """Markdown table of the measured rows."""
+    out = [
+        "| call | tvmffi (ns) | tvm_ffi (ns) | ratio ours/official |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for case, ours, official in rows:
+        out.append(f"| `{case.name}` | {ours:.0f} | {official:.0f} | {ours / official:.2f} |")
+    out.append(f"| `abs(1)` (builtin floor) | {floor:.0f} | | |")
+    return "\n".join(out)

@@ -1,0 +1,52 @@
+"""Call-path benchmark: tvmffi vs the official tvm_ffi binding in one process.
+
+Run: ``make bench`` (or ``python benchmarks/bench_calls.py``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import tvm_ffi  # noqa: E402
+
+import tvmffi  # noqa: E402
+import tvmffi.testing  # noqa: E402
+from _harness import Case, floor_ns, machine, measure, table  # noqa: E402
+
+
+def _env() -> dict[str, object]:
+    env: dict[str, object] = {}
+    for prefix, get in (("o_", tvmffi.get_global_func), ("t_", tvm_ffi.get_global_func)):
+        for name in ("nop", "echo", "add_one", "apply"):
+            env[prefix + name] = get("testing." + name)
+    env["s100"] = "x" * 100
+    env["pyfunc"] = lambda x: x
+    return env
+
+
+CORE_CASES = [
+    Case("nop()", "o_nop()", "t_nop()"),
+    Case("add_one(1)", "o_add_one(1)", "t_add_one(1)"),
+    Case("echo(1.5)", "o_echo(1.5)", "t_echo(1.5)"),
+    Case('echo("hello")', 'o_echo("hello")', 't_echo("hello")'),
+    Case("echo(<100-char str>)", "o_echo(s100)", "t_echo(s100)"),
+    Case("echo(None)", "o_echo(None)", "t_echo(None)"),
+    Case("apply(<python callable>, 1)", "o_apply(pyfunc, 1)", "t_apply(pyfunc, 1)"),
+]
+
+
+def main() -> None:
+    """Measure and print the table."""
+    env = _env()
+    rows = measure(CORE_CASES, env)
+    print(f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
+          f"tvm_ffi {tvm_ffi.__version__}, runtime {tvmffi.tvm_ffi_version()}")
+    print(table(rows, floor_ns(env)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+/*
+ * Internal declarations shared by the files of the tvmffi._core extension.
+ *
+ * One file per concept:
+ *   module.c    module init, runtime hooks, method table
+ *   any.c       the single place where Python values and TVMFFIAny convert
+ *   strbytes.c  str / bytes / big-int payloads (small and heap forms)
+ *   object.c    Object base type, handle ownership, type-index -> class table
+ *   function.c  Function type and its vectorcall call path
+ *   callback.c  Python callables exposed as FFI functions
+ *   error.c     FFI errors <-> Python exceptions
+ *   device.c    Device value type
+ *   dtype.c     DataType value type
+ */
+#ifndef TVMFFI_CORE_H_
+#define TVMFFI_CORE_H_
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <tvm/ffi/c_api.h>
+#include <tvm/ffi/extra/c_env_api.h>
+
+/* ---- layout accessors (c_api.h defines these only for C++) ---------------- */
+static inline void* tvmffi_cell(TVMFFIObjectHandle obj) {
+  return (char*)obj + sizeof(TVMFFIObject);
+}
+static inline int32_t tvmffi_type_index_of(TVMFFIObjectHandle obj) {
+  return ((TVMFFIObject*)obj)->type_index;
+}
+
+/* ---- temporaries created while packing arguments -------------------------- */
+/* Objects created only to carry an argument (heap strings, wrapped callables,
+ * containers built from lists) are owned here and released after the call. */
+#define TVMFFI_TEMPS_INLINE 8
+typedef struct {
+  int size;
+  int capacity;
+  TVMFFIObjectHandle* items;
+  TVMFFIObjectHandle inline_items[TVMFFI_TEMPS_INLINE];
+} TempList;
+
+static inline void temps_init(TempList* t) {
+  t->size = 0;
+  t->capacity = TVMFFI_TEMPS_INLINE;
+  t->items = t->inline_items;
+}
+int temps_push(TempList* t, TVMFFIObjectHandle h);
+void temps_release(TempList* t);
+
+/* ---- any.c: conversions ---------------------------------------------------- */
+/* Python -> AnyView. The view borrows from `obj` (which the caller keeps alive)
+ * and from objects pushed to `temps`. `argpos` names the argument in errors.
+ * Returns 0 on success, -1 with a Python exception set. */
+int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
+/* Python -> owned Any (for callback results and container construction). */
+int tvmffi_py_to_owned_any(PyObject* obj, TVMFFIAny* out);
+/* Owned Any -> Python. Consumes the reference held by `value` in all cases. */
+PyObject* tvmffi_any_to_py_owned(TVMFFIAny* value);
+/* Borrowed AnyView -> Python. Never releases anything held by `value`. */
+PyObject* tvmffi_any_to_py_borrowed(const TVMFFIAny* value);
+/* Release whatever an owned Any holds. */
+void tvmffi_any_release(TVMFFIAny* value);
+
+/* ---- strbytes.c ------------------------------------------------------------ */
+int tvmffi_str_to_any(PyObject* s, TVMFFIAny* out, TempList* temps);
+int tvmffi_bytes_to_any(const char* data, Py_ssize_t size, TVMFFIAny* out, TempList* temps);
+int tvmffi_bigint_to_any(PyObject* v, TVMFFIAny* out, TempList* temps);
+PyObject* tvmffi_small_str_to_py(const TVMFFIAny* v);
+PyObject* tvmffi_small_bytes_to_py(const TVMFFIAny* v);
+PyObject* tvmffi_bytearray_to_str(const TVMFFIByteArray* b);
+PyObject* tvmffi_bytearray_to_bytes(const TVMFFIByteArray* b);
+PyObject* tvmffi_bigint_to_py(const TVMFFIAny* v);
+
+/* ---- object.c -------------------------------------------------------------- */
+typedef struct {
+  PyObject_HEAD
+  TVMFFIObjectHandle handle; /* owned strong reference, NULL when empty */
+  PyObject* weakreflist;
+} TVMFFIPyObject;
+
+extern PyTypeObject TVMFFIObjectType;
+int tvmffi_object_init_types(PyObject* module);
+/* Wrap an owned handle in the Python class registered for its type. Steals. */
+PyObject* tvmffi_object_wrap_owned(TVMFFIObjectHandle handle);
+/* Create an instance of `cls` (a subclass of Object) around an owned handle. */
+PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle);
+PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args);
+/* Handle of an object of another binding (e.g. tvm_ffi), via __chandle__. */
+int tvmffi_foreign_object_handle(PyObject* obj, TVMFFIObjectHandle* out);
+
+static inline int tvmffi_is_object(PyObject* o) {
+  return PyObject_TypeCheck(o, &TVMFFIObjectType);
+}
+
+/* ---- function.c ------------------------------------------------------------ */
+typedef struct {
+  TVMFFIPyObject base;
+  vectorcallfunc vectorcall;
+  TVMFFISafeCallType safe_call; /* cached from the function cell */
+  int release_gil;
+} TVMFFIPyFunction;
+
+extern PyTypeObject TVMFFIFunctionType;
+int tvmffi_function_init_types(PyObject* module);
+PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle);
+/* Call an FFI function handle with Python arguments; returns a new reference. */
+PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
+                             int release_gil);
+/* Look up a global function; *out is NULL when missing. */
+int tvmffi_get_global(const char* name, TVMFFIObjectHandle* out);
+/* Call a cached runtime global function (e.g. "ffi.Array") with AnyView args. */
+int tvmffi_call_global_any(const char* name, TVMFFIObjectHandle* cache, TVMFFIAny* args,
+                           int32_t nargs, TVMFFIAny* result);
+
+/* ---- callback.c ------------------------------------------------------------ */
+/* Wrap a Python callable as a new FFI function (owned handle). */
+int tvmffi_callback_create(PyObject* callable, TVMFFIObjectHandle* out);
+/* Opaque Python object holder (type index kTVMFFIOpaquePyObject). */
+int tvmffi_opaque_py_create(PyObject* obj, TVMFFIObjectHandle* out);
+
+/* ---- error.c --------------------------------------------------------------- */
+/* After an FFI API returned non-zero: move the raised error into a Python
+ * exception. Always returns NULL so callers can `return tvmffi_raise_ffi_error();` */
+PyObject* tvmffi_raise_ffi_error(void);
+/* Convert the pending Python exception into the FFI's raised error. Returns -1. */
+int tvmffi_set_ffi_error_from_py(void);
+int tvmffi_error_init(PyObject* module);
+PyObject* tvmffi_set_error_hooks(PyObject* self, PyObject* args);
+
+/* ---- device.c / dtype.c ---------------------------------------------------- */
+typedef struct {
+  PyObject_HEAD
+  DLDevice device;
+} TVMFFIPyDevice;
+
+typedef struct {
+  PyObject_HEAD
+  DLDataType dtype;
+} TVMFFIPyDataType;
+
+extern PyTypeObject TVMFFIDeviceType;
+extern PyTypeObject TVMFFIDataTypeType;
+int tvmffi_device_init_types(PyObject* module);
+int tvmffi_dtype_init_types(PyObject* module);
+PyObject* tvmffi_device_from_dl(DLDevice dev);
+PyObject* tvmffi_dtype_from_dl(DLDataType dtype);
+PyObject* tvmffi_set_dtype_hook(PyObject* self, PyObject* hook);
+
+/* Python may be finalizing when the runtime releases our last objects (static
+ * destructors at exit); Python state must not be touched then. */
+#if PY_VERSION_HEX >= 0x030D0000
+#define TVMFFI_PY_UNUSABLE() (!Py_IsInitialized() || Py_IsFinalizing())
+#else
+#define TVMFFI_PY_UNUSABLE() (!Py_IsInitialized() || _Py_IsFinalizing())
+#endif
+
+/* ---- module.c: lazily resolved Python helpers ------------------------------- */
+/* ctypes.c_void_p, resolved on first use. */
+PyObject* tvmffi_ctypes_void_p(void);
+
+#endif  /* TVMFFI_CORE_H_ */

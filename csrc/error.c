@@ -1,0 +1,160 @@
+/*
+ * Errors across the boundary.
+ *
+ * FFI -> Python: the raised error object is moved out of the runtime and
+ * turned into an exception by a Python hook (tvmffi.error), which picks the
+ * class by the error's kind and keeps the FFI backtrace in __notes__.
+ *
+ * Python -> FFI: a pending exception becomes an FFI error of the same kind,
+ * message and backtrace. The exception object itself rides along as the
+ * error's extra_context (an opaque Python object), so when the error comes
+ * back to Python through any number of FFI frames the very same exception,
+ * with its Python traceback, is raised again.
+ */
+#include "core.h"
+
+#include <string.h>
+
+static PyObject* g_from_ffi; /* (kind, message, backtrace) -> exception */
+static PyObject* g_to_ffi;   /* exception -> (kind, message, backtrace) */
+
+PyObject* tvmffi_set_error_hooks(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject *from_ffi, *to_ffi;
+  if (!PyArg_ParseTuple(args, "OO", &from_ffi, &to_ffi)) return NULL;
+  Py_XSETREF(g_from_ffi, Py_NewRef(from_ffi));
+  Py_XSETREF(g_to_ffi, Py_NewRef(to_ffi));
+  Py_RETURN_NONE;
+}
+
+static PyObject* text(const TVMFFIByteArray* b) {
+  /* Messages may come from C++ code with arbitrary bytes: never fail here. */
+  return PyUnicode_DecodeUTF8(b->data, (Py_ssize_t)b->size, "replace");
+}
+
+static int kind_is(const TVMFFIErrorCell* cell, const char* kind) {
+  size_t n = strlen(kind);
+  return cell->kind.size == n && memcmp(cell->kind.data, kind, n) == 0;
+}
+
+/* The Python exception a callback raised, if this error carries one. */
+static PyObject* carried_exception(const TVMFFIErrorCell* cell) {
+  TVMFFIObjectHandle ctx = cell->extra_context;
+  if (ctx == NULL || tvmffi_type_index_of(ctx) != kTVMFFIOpaquePyObject) return NULL;
+  PyObject* exc = (PyObject*)((TVMFFIOpaqueObjectCell*)tvmffi_cell(ctx))->handle;
+  return PyExceptionInstance_Check(exc) ? exc : NULL;
+}
+
+static void raise_instance(PyObject* exc) {
+  PyObject* tb = PyException_GetTraceback(exc);
+  PyErr_Restore(Py_NewRef(PyExceptionInstance_Class(exc)), Py_NewRef(exc), tb);
+}
+
+static void raise_from_cell(const TVMFFIErrorCell* cell) {
+  PyObject* exc = carried_exception(cell);
+  if (exc != NULL) {
+    raise_instance(exc);
+    return;
+  }
+  PyObject* kind = text(&cell->kind);
+  PyObject* msg = text(&cell->message);
+  PyObject* bt = text(&cell->backtrace);
+  PyObject* made = NULL;
+  if (kind && msg && bt && g_from_ffi) {
+    made = PyObject_CallFunctionObjArgs(g_from_ffi, kind, msg, bt, NULL);
+  } else if (kind && msg && bt) {
+    PyErr_Format(PyExc_RuntimeError, "%U: %U", kind, msg);
+  }
+  if (made != NULL) {
+    if (PyExceptionInstance_Check(made)) {
+      raise_instance(made);
+    } else {
+      PyErr_Format(PyExc_TypeError, "error hook returned a non-exception %R", made);
+    }
+    Py_DECREF(made);
+  }
+  Py_XDECREF(kind);
+  Py_XDECREF(msg);
+  Py_XDECREF(bt);
+}
+
+PyObject* tvmffi_raise_ffi_error(void) {
+  TVMFFIObjectHandle err = NULL;
+  TVMFFIErrorMoveFromRaised(&err);
+  if (err == NULL) {
+    if (!PyErr_Occurred()) {
+      PyErr_SetString(PyExc_RuntimeError, "TVM FFI call failed without raising an error");
+    }
+    return NULL;
+  }
+  const TVMFFIErrorCell* cell = tvmffi_cell(err);
+  if (kind_is(cell, "EnvErrorAlreadySet")) {
+    /* e.g. KeyboardInterrupt set by PyErr_CheckSignals inside the call. */
+    if (!PyErr_Occurred()) {
+      PyErr_SetString(PyExc_RuntimeError, "TVM FFI reported an already-set Python error");
+    }
+  } else {
+    raise_from_cell(cell);
+  }
+  TVMFFIObjectDecRef(err);
+  return NULL;
+}
+
+/* (kind, message, backtrace) for the exception; falls back to a generic
+ * description if the hook itself fails. */
+static PyObject* describe(PyObject* exc) {
+  PyObject* parts = g_to_ffi ? PyObject_CallOneArg(g_to_ffi, exc) : NULL;
+  if (parts != NULL && PyTuple_Check(parts) && PyTuple_GET_SIZE(parts) == 3) return parts;
+  Py_XDECREF(parts);
+  PyErr_Clear();
+  return Py_BuildValue("(ssN)", Py_TYPE(exc)->tp_name, "<exception could not be described>",
+                       PyUnicode_FromString(""));
+}
+
+static int create_error(PyObject* parts, PyObject* exc, TVMFFIObjectHandle* out) {
+  Py_ssize_t n[3];
+  const char* s[3];
+  for (int i = 0; i < 3; ++i) {
+    PyObject* item = PyTuple_GET_ITEM(parts, i);
+    s[i] = PyUnicode_Check(item) ? PyUnicode_AsUTF8AndSize(item, &n[i]) : NULL;
+    if (s[i] == NULL) {
+      PyErr_Clear();
+      s[i] = "";
+      n[i] = 0;
+    }
+  }
+  TVMFFIByteArray kind = {s[0], (size_t)n[0]}, msg = {s[1], (size_t)n[1]},
+                  bt = {s[2], (size_t)n[2]};
+  TVMFFIObjectHandle ctx = NULL;
+  if (tvmffi_opaque_py_create(exc, &ctx) != 0) PyErr_Clear();
+  int rc = TVMFFIErrorCreateWithCauseAndExtraContext(&kind, &msg, &bt, NULL, ctx, out);
+  if (rc != 0 && ctx != NULL) TVMFFIObjectDecRef(ctx);
+  return rc;
+}
+
+int tvmffi_set_ffi_error_from_py(void) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (value == NULL) {
+    TVMFFIErrorSetRaisedFromCStr("RuntimeError", "unknown Python error");
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return -1;
+  }
+  if (tb != NULL) PyException_SetTraceback(value, tb);
+  PyObject* parts = describe(value);
+  TVMFFIObjectHandle err = NULL;
+  if (parts == NULL || create_error(parts, value, &err) != 0) {
+    PyErr_Clear();
+    TVMFFIErrorSetRaisedFromCStr("RuntimeError", "failed to convert a Python exception");
+  } else {
+    TVMFFIErrorSetRaised(err);
+    TVMFFIObjectDecRef(err);
+  }
+  Py_XDECREF(parts);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  return -1;
+}

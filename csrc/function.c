@@ -1,0 +1,229 @@
+/*
+ * Function: an FFI function object callable from Python through vectorcall.
+ *
+ * The call path packs arguments into TVMFFIAny on the stack (heap only past
+ * eight arguments), calls the function cell's safe_call directly, optionally
+ * with the GIL released, and converts the owned result back.
+ */
+#include "core.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define STACK_ARGS 8
+
+static int g_release_gil_default = 1;
+
+PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
+                             int release_gil) {
+  TVMFFISafeCallType safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(func))->safe_call;
+  TVMFFIAny stack[STACK_ARGS];
+  TVMFFIAny* packed = stack;
+  if (nargs > STACK_ARGS) {
+    packed = PyMem_Malloc(sizeof(TVMFFIAny) * (size_t)nargs);
+    if (packed == NULL) return PyErr_NoMemory();
+  }
+  TempList temps;
+  temps_init(&temps);
+  PyObject* res = NULL;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    if (tvmffi_py_to_any(args[i], &packed[i], &temps, i) != 0) goto done;
+  }
+  TVMFFIAny result;
+  result.type_index = kTVMFFINone;
+  result.zero_padding = 0;
+  result.v_int64 = 0;
+  int rc;
+  if (release_gil) {
+    Py_BEGIN_ALLOW_THREADS
+    rc = safe_call(func, packed, (int32_t)nargs, &result);
+    Py_END_ALLOW_THREADS
+  } else {
+    rc = safe_call(func, packed, (int32_t)nargs, &result);
+  }
+  res = rc == 0 ? tvmffi_any_to_py_owned(&result) : tvmffi_raise_ffi_error();
+done:
+  temps_release(&temps);
+  if (packed != stack) PyMem_Free(packed);
+  return res;
+}
+
+static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
+                                     PyObject* kwnames) {
+  TVMFFIPyFunction* self = (TVMFFIPyFunction*)callable;
+  if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
+    PyErr_SetString(PyExc_TypeError, "TVM FFI functions take positional arguments only");
+    return NULL;
+  }
+  return tvmffi_call_handle(self->base.handle, args, PyVectorcall_NARGS(nargsf),
+                            self->release_gil);
+}
+
+PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
+  TVMFFIPyFunction* f = PyObject_New(TVMFFIPyFunction, &TVMFFIFunctionType);
+  if (f == NULL) {
+    TVMFFIObjectDecRef(handle);
+    return NULL;
+  }
+  f->base.handle = handle;
+  f->base.weakreflist = NULL;
+  f->vectorcall = function_vectorcall;
+  f->safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(handle))->safe_call;
+  f->release_gil = g_release_gil_default;
+  return (PyObject*)f;
+}
+
+static PyObject* function_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  (void)type;
+  (void)args;
+  (void)kwargs;
+  PyErr_SetString(PyExc_TypeError,
+                  "Function cannot be instantiated directly; use tvmffi.to_function(callable) "
+                  "or tvmffi.get_global_func(name)");
+  return NULL;
+}
+
+static PyObject* get_release_gil(PyObject* op, void* closure) {
+  (void)closure;
+  return PyBool_FromLong(((TVMFFIPyFunction*)op)->release_gil);
+}
+
+static int set_release_gil(PyObject* op, PyObject* value, void* closure) {
+  (void)closure;
+  if (value == NULL) {
+    PyErr_SetString(PyExc_AttributeError, "release_gil cannot be deleted");
+    return -1;
+  }
+  int flag = PyObject_IsTrue(value);
+  if (flag < 0) return -1;
+  ((TVMFFIPyFunction*)op)->release_gil = flag;
+  return 0;
+}
+
+static PyGetSetDef function_getset[] = {
+    {"release_gil", get_release_gil, set_release_gil,
+     "Whether calls release the GIL while the FFI function runs (default True).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject TVMFFIFunctionType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.Function",
+    .tp_basicsize = sizeof(TVMFFIPyFunction),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A TVM FFI function. Call it like any Python callable.",
+    .tp_base = &TVMFFIObjectType,
+    .tp_new = function_new,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(TVMFFIPyFunction, vectorcall),
+    .tp_getset = function_getset,
+};
+
+/* ---- global registry ----------------------------------------------------- */
+int tvmffi_get_global(const char* name, TVMFFIObjectHandle* out) {
+  TVMFFIByteArray ba = {name, strlen(name)};
+  *out = NULL;
+  if (TVMFFIFunctionGetGlobal(&ba, out) != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  return 0;
+}
+
+int tvmffi_call_global_any(const char* name, TVMFFIObjectHandle* cache, TVMFFIAny* args,
+                           int32_t nargs, TVMFFIAny* result) {
+  if (*cache == NULL) {
+    /* Runtime builtins live for the whole process: keep the reference. */
+    if (tvmffi_get_global(name, cache) != 0) return -1;
+    if (*cache == NULL) {
+      PyErr_Format(PyExc_RuntimeError, "runtime function '%s' is not available", name);
+      return -1;
+    }
+  }
+  result->type_index = kTVMFFINone;
+  result->zero_padding = 0;
+  result->v_int64 = 0;
+  TVMFFISafeCallType safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(*cache))->safe_call;
+  if (safe_call(*cache, args, nargs, result) != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
+  (void)self;
+  const char* name;
+  int allow_missing = 0;
+  if (!PyArg_ParseTuple(args, "s|p", &name, &allow_missing)) return NULL;
+  TVMFFIObjectHandle h;
+  if (tvmffi_get_global(name, &h) != 0) return NULL;
+  if (h != NULL) return tvmffi_function_wrap_owned(h);
+  if (allow_missing) Py_RETURN_NONE;
+  PyErr_Format(PyExc_ValueError, "global function '%s' is not registered", name);
+  return NULL;
+}
+
+/* Function handle for a Function or a callable; *owned says whether the
+ * caller must release it. */
+static int handle_for(PyObject* func, TVMFFIObjectHandle* out) {
+  if (PyObject_TypeCheck(func, &TVMFFIFunctionType)) {
+    *out = ((TVMFFIPyObject*)func)->handle;
+    TVMFFIObjectIncRef(*out);
+    return 0;
+  }
+  if (!PyCallable_Check(func)) {
+    PyErr_Format(PyExc_TypeError, "expected a callable, got '%.200s'", Py_TYPE(func)->tp_name);
+    return -1;
+  }
+  return tvmffi_callback_create(func, out);
+}
+
+static PyObject* py_to_function(PyObject* self, PyObject* func) {
+  (void)self;
+  TVMFFIObjectHandle h;
+  if (handle_for(func, &h) != 0) return NULL;
+  return tvmffi_function_wrap_owned(h);
+}
+
+static PyObject* py_register_global_func(PyObject* self, PyObject* args) {
+  (void)self;
+  const char* name;
+  Py_ssize_t name_len;
+  PyObject* func;
+  int override = 0;
+  if (!PyArg_ParseTuple(args, "s#O|p", &name, &name_len, &func, &override)) return NULL;
+  TVMFFIObjectHandle h;
+  if (handle_for(func, &h) != 0) return NULL;
+  TVMFFIByteArray ba = {name, (size_t)name_len};
+  if (TVMFFIFunctionSetGlobal(&ba, h, override) != 0) {
+    TVMFFIObjectDecRef(h);
+    return tvmffi_raise_ffi_error();
+  }
+  return tvmffi_function_wrap_owned(h);
+}
+
+static PyObject* py_set_release_gil_default(PyObject* self, PyObject* flag) {
+  (void)self;
+  int v = PyObject_IsTrue(flag);
+  if (v < 0) return NULL;
+  g_release_gil_default = v;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef function_module_methods[] = {
+    {"get_global_func", py_get_global_func, METH_VARARGS,
+     "get_global_func(name, allow_missing=False): look up a registered global function."},
+    {"to_function", py_to_function, METH_O, "Wrap a Python callable as an FFI Function."},
+    {"register_global_func", py_register_global_func, METH_VARARGS,
+     "register_global_func(name, func, override=False)"},
+    {"set_release_gil_default", py_set_release_gil_default, METH_O,
+     "Default release_gil for Functions created from now on."},
+    {NULL, NULL, 0, NULL},
+};
+
+int tvmffi_function_init_types(PyObject* module) {
+  if (PyType_Ready(&TVMFFIFunctionType) < 0) return -1;
+  Py_INCREF(&TVMFFIFunctionType);
+  if (PyModule_AddObject(module, "Function", (PyObject*)&TVMFFIFunctionType) < 0) return -1;
+  return PyModule_AddFunctions(module, function_module_methods);
+}

@@ -1,0 +1,79 @@
+/*
+ * tvmffi._core: module initialisation and the runtime hooks that make
+ * TVMFFIEnvCheckSignals and GIL handling work under Python.
+ */
+#include "core.h"
+
+static PyObject* g_void_p;
+
+PyObject* tvmffi_ctypes_void_p(void) {
+  if (g_void_p == NULL) {
+    PyObject* ctypes = PyImport_ImportModule("ctypes");
+    if (ctypes == NULL) return NULL;
+    g_void_p = PyObject_GetAttrString(ctypes, "c_void_p");
+    Py_DECREF(ctypes);
+  }
+  return g_void_p;
+}
+
+static PyObject* py_tvm_ffi_version(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  TVMFFIVersion v;
+  TVMFFIGetVersion(&v);
+  return PyUnicode_FromFormat("%u.%u.%u", v.major, v.minor, v.patch);
+}
+
+static PyObject* py_use_count(PyObject* self, PyObject* obj) {
+  (void)self;
+  if (!tvmffi_is_object(obj) || ((TVMFFIPyObject*)obj)->handle == NULL) {
+    PyErr_SetString(PyExc_TypeError, "expected a non-empty tvmffi.Object");
+    return NULL;
+  }
+  TVMFFIObject* h = ((TVMFFIPyObject*)obj)->handle;
+  return PyLong_FromUnsignedLong((unsigned long)(h->combined_ref_count & 0xFFFFFFFFu));
+}
+
+static PyMethodDef core_methods[] = {
+    {"tvm_ffi_version", py_tvm_ffi_version, METH_NOARGS,
+     "Version 'major.minor.patch' of the loaded libtvm_ffi."},
+    {"register_object_class", tvmffi_register_object_class, METH_VARARGS,
+     "register_object_class(type_index, cls): wrap objects of that type in cls."},
+    {"set_error_hooks", tvmffi_set_error_hooks, METH_VARARGS,
+     "set_error_hooks(from_ffi, to_ffi): install the error conversion hooks."},
+    {"set_dtype_hook", tvmffi_set_dtype_hook, METH_O,
+     "set_dtype_hook(fn): fn(obj) -> dtype string for non-string dtype-likes."},
+    {"object_use_count", py_use_count, METH_O, "Strong reference count of an object's handle."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT, "tvmffi._core",
+    "C core of tvmffi: the call path, value conversion, callbacks and errors.", -1, core_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+/* TVMFFIEnvCheckSignals and friends redirect to these when registered. They
+ * are the same functions the official binding registers, so registering
+ * them again from a second binding is harmless. */
+static int register_env_symbols(void) {
+  if (TVMFFIEnvRegisterCAPI("PyErr_CheckSignals", (void*)PyErr_CheckSignals) != 0 ||
+      TVMFFIEnvRegisterCAPI("PyGILState_Ensure", (void*)PyGILState_Ensure) != 0 ||
+      TVMFFIEnvRegisterCAPI("PyGILState_Release", (void*)PyGILState_Release) != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  return 0;
+}
+
+PyMODINIT_FUNC PyInit__core(void) {
+  PyObject* m = PyModule_Create(&core_module);
+  if (m == NULL) return NULL;
+  if (tvmffi_object_init_types(m) < 0 || tvmffi_function_init_types(m) < 0 ||
+      tvmffi_device_init_types(m) < 0 || tvmffi_dtype_init_types(m) < 0 ||
+      register_env_symbols() < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

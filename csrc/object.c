@@ -1,0 +1,253 @@
+/*
+ * Object: the Python face of every FFI object. It owns exactly one strong
+ * reference to its handle and releases it exactly once, in dealloc.
+ *
+ * The type-index -> Python class table lives here too: results are wrapped in
+ * the class registered for their type, else for the nearest registered
+ * ancestor, else in Object itself.
+ */
+#include "core.h"
+
+#include <string.h>
+#include <structmember.h>
+
+/* ---- temporaries ---------------------------------------------------------- */
+int temps_push(TempList* t, TVMFFIObjectHandle h) {
+  if (t->size == t->capacity) {
+    int cap = t->capacity * 2;
+    TVMFFIObjectHandle* items = PyMem_Malloc(sizeof(TVMFFIObjectHandle) * (size_t)cap);
+    if (items == NULL) {
+      PyErr_NoMemory();
+      return -1;
+    }
+    memcpy(items, t->items, sizeof(TVMFFIObjectHandle) * (size_t)t->size);
+    if (t->items != t->inline_items) PyMem_Free(t->items);
+    t->items = items;
+    t->capacity = cap;
+  }
+  t->items[t->size++] = h;
+  return 0;
+}
+
+void temps_release(TempList* t) {
+  for (int i = 0; i < t->size; ++i) TVMFFIObjectDecRef(t->items[i]);
+  if (t->items != t->inline_items) PyMem_Free(t->items);
+  temps_init(t);
+}
+
+/* ---- class table ------------------------------------------------------------ */
+static PyObject* g_registered;      /* dict: type_index -> class (owns the refs) */
+static PyTypeObject** g_resolved;   /* cache: type_index -> class (borrowed) */
+static int32_t g_resolved_cap;
+
+static PyTypeObject* registered_class(int32_t type_index) {
+  PyObject* key = PyLong_FromLong(type_index);
+  if (key == NULL) return NULL;
+  PyObject* cls = PyDict_GetItemWithError(g_registered, key);
+  Py_DECREF(key);
+  return (PyTypeObject*)cls;
+}
+
+/* Registered class of the type or of its nearest ancestor. */
+static PyTypeObject* resolve_class(int32_t type_index) {
+  PyTypeObject* cls = registered_class(type_index);
+  if (cls != NULL || PyErr_Occurred()) return cls;
+  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(type_index);
+  if (info == NULL) return &TVMFFIObjectType;
+  for (int32_t d = info->type_depth - 1; d >= 0; --d) {
+    cls = registered_class(info->type_ancestors[d]->type_index);
+    if (cls != NULL || PyErr_Occurred()) return cls;
+  }
+  return &TVMFFIObjectType;
+}
+
+static int cache_class(int32_t type_index, PyTypeObject* cls) {
+  if (type_index >= g_resolved_cap) {
+    int32_t cap = g_resolved_cap ? g_resolved_cap : 256;
+    while (cap <= type_index) cap *= 2;
+    PyTypeObject** table = PyMem_Realloc(g_resolved, sizeof(PyTypeObject*) * (size_t)cap);
+    if (table == NULL) return -1;
+    memset(table + g_resolved_cap, 0, sizeof(PyTypeObject*) * (size_t)(cap - g_resolved_cap));
+    g_resolved = table;
+    g_resolved_cap = cap;
+  }
+  g_resolved[type_index] = cls;
+  return 0;
+}
+
+static PyTypeObject* class_for(int32_t type_index) {
+  if (type_index >= 0 && type_index < g_resolved_cap && g_resolved[type_index] != NULL) {
+    return g_resolved[type_index];
+  }
+  PyTypeObject* cls = resolve_class(type_index);
+  if (cls != NULL && type_index >= 0) cache_class(type_index, cls);
+  return cls;
+}
+
+PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args) {
+  (void)self;
+  int type_index;
+  PyObject* cls;
+  if (!PyArg_ParseTuple(args, "iO!", &type_index, &PyType_Type, &cls)) return NULL;
+  if (!PyType_IsSubtype((PyTypeObject*)cls, &TVMFFIObjectType)) {
+    PyErr_Format(PyExc_TypeError, "%R is not a subclass of tvmffi.Object", cls);
+    return NULL;
+  }
+  PyObject* key = PyLong_FromLong(type_index);
+  if (key == NULL || PyDict_SetItem(g_registered, key, cls) != 0) {
+    Py_XDECREF(key);
+    return NULL;
+  }
+  Py_DECREF(key);
+  /* A new class can change how subtypes resolve: drop the cache. */
+  if (g_resolved) memset(g_resolved, 0, sizeof(PyTypeObject*) * (size_t)g_resolved_cap);
+  Py_RETURN_NONE;
+}
+
+PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle) {
+  if (PyType_IsSubtype(cls, &TVMFFIFunctionType)) return tvmffi_function_wrap_owned(handle);
+  PyObject* obj = cls->tp_alloc(cls, 0);
+  if (obj == NULL) {
+    TVMFFIObjectDecRef(handle);
+    return NULL;
+  }
+  ((TVMFFIPyObject*)obj)->handle = handle;
+  return obj;
+}
+
+PyObject* tvmffi_object_wrap_owned(TVMFFIObjectHandle handle) {
+  PyTypeObject* cls = class_for(tvmffi_type_index_of(handle));
+  if (cls == NULL) {
+    TVMFFIObjectDecRef(handle);
+    return NULL;
+  }
+  return tvmffi_object_new_of(cls, handle);
+}
+
+/* Objects of the official tvm_ffi binding expose their handle via
+ * __chandle__(). Only trust it on classes that binding defines. */
+int tvmffi_foreign_object_handle(PyObject* obj, TVMFFIObjectHandle* out) {
+  PyObject* mod = PyObject_GetAttrString((PyObject*)Py_TYPE(obj), "__module__");
+  if (mod == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  const char* name = PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+  int trusted = name != NULL && strncmp(name, "tvm_ffi", 7) == 0 && (name[7] == 0 || name[7] == '.');
+  Py_DECREF(mod);
+  if (name == NULL) PyErr_Clear();
+  if (!trusted) return 0;
+  PyObject* h = PyObject_CallMethod(obj, "__chandle__", NULL);
+  if (h == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  void* ptr = PyLong_AsVoidPtr(h);
+  Py_DECREF(h);
+  if (ptr == NULL) return PyErr_Occurred() ? -1 : 0;
+  *out = ptr;
+  return 1;
+}
+
+/* ---- the Object type ---------------------------------------------------------- */
+static int check_handle(TVMFFIPyObject* self) {
+  if (self->handle != NULL) return 0;
+  PyErr_Format(PyExc_ValueError, "%s object holds no FFI handle", Py_TYPE(self)->tp_name);
+  return -1;
+}
+
+static void object_dealloc(PyObject* op) {
+  TVMFFIPyObject* self = (TVMFFIPyObject*)op;
+  if (self->weakreflist != NULL) PyObject_ClearWeakRefs(op);
+  if (self->handle != NULL) {
+    TVMFFIObjectHandle h = self->handle;
+    self->handle = NULL;
+    TVMFFIObjectDecRef(h);
+  }
+  Py_TYPE(op)->tp_free(op);
+}
+
+static PyObject* object_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  (void)args;
+  (void)kwargs;
+  return type->tp_alloc(type, 0); /* empty; subclasses fill the handle in __init__ */
+}
+
+static Py_hash_t object_hash(PyObject* op) {
+  /* Objects are 8-byte aligned: drop the always-zero low bits. */
+  Py_hash_t h = (Py_hash_t)((uintptr_t)((TVMFFIPyObject*)op)->handle >> 3);
+  return h == -1 ? -2 : h;
+}
+
+static PyObject* object_richcompare(PyObject* a, PyObject* b, int op) {
+  if ((op != Py_EQ && op != Py_NE) || !tvmffi_is_object(b)) Py_RETURN_NOTIMPLEMENTED;
+  int same = ((TVMFFIPyObject*)a)->handle == ((TVMFFIPyObject*)b)->handle;
+  return PyBool_FromLong(op == Py_EQ ? same : !same);
+}
+
+static PyObject* object_same_as(PyObject* op, PyObject* other) {
+  if (!tvmffi_is_object(other)) Py_RETURN_FALSE;
+  return PyBool_FromLong(((TVMFFIPyObject*)op)->handle == ((TVMFFIPyObject*)other)->handle);
+}
+
+static PyObject* object_chandle(PyObject* op, PyObject* unused) {
+  (void)unused;
+  return PyLong_FromVoidPtr(((TVMFFIPyObject*)op)->handle);
+}
+
+static PyObject* object_get_type_index(PyObject* op, void* closure) {
+  (void)closure;
+  TVMFFIPyObject* self = (TVMFFIPyObject*)op;
+  if (check_handle(self) != 0) return NULL;
+  return PyLong_FromLong(tvmffi_type_index_of(self->handle));
+}
+
+static PyObject* object_get_type_key(PyObject* op, void* closure) {
+  (void)closure;
+  TVMFFIPyObject* self = (TVMFFIPyObject*)op;
+  if (check_handle(self) != 0) return NULL;
+  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(tvmffi_type_index_of(self->handle));
+  return tvmffi_bytearray_to_str(&info->type_key);
+}
+
+static PyObject* object_repr(PyObject* op) {
+  TVMFFIPyObject* self = (TVMFFIPyObject*)op;
+  if (self->handle == NULL) return PyUnicode_FromFormat("<%s (empty)>", Py_TYPE(op)->tp_name);
+  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(tvmffi_type_index_of(self->handle));
+  return PyUnicode_FromFormat("<%s %.*s at %p>", Py_TYPE(op)->tp_name, (int)info->type_key.size,
+                              info->type_key.data, self->handle);
+}
+
+static PyMethodDef object_methods[] = {
+    {"same_as", object_same_as, METH_O, "True if both refer to the same FFI object."},
+    {"__chandle__", object_chandle, METH_NOARGS, "The raw object handle as an int."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef object_getset[] = {
+    {"type_index", object_get_type_index, NULL, "Runtime type index of the object.", NULL},
+    {"type_key", object_get_type_key, NULL, "Type key of the object, e.g. 'ffi.Array'.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject TVMFFIObjectType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.Object",
+    .tp_basicsize = sizeof(TVMFFIPyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Base class of every TVM FFI object; owns one reference to its handle.",
+    .tp_dealloc = object_dealloc,
+    .tp_new = object_new,
+    .tp_hash = object_hash,
+    .tp_richcompare = object_richcompare,
+    .tp_repr = object_repr,
+    .tp_methods = object_methods,
+    .tp_getset = object_getset,
+    .tp_weaklistoffset = offsetof(TVMFFIPyObject, weakreflist),
+};
+
+int tvmffi_object_init_types(PyObject* module) {
+  g_registered = PyDict_New();
+  if (g_registered == NULL || PyType_Ready(&TVMFFIObjectType) < 0) return -1;
+  Py_INCREF(&TVMFFIObjectType);
+  return PyModule_AddObject(module, "Object", (PyObject*)&TVMFFIObjectType);
+}

@@ -1,0 +1,60 @@
+"""Locate and load the one ``libtvm_ffi`` shared with the official binding.
+
+The runtime is the library shipped in the ``apache-tvm-ffi`` wheel. We ask that
+wheel's own ``tvm_ffi.libinfo.find_libtvm_ffi()`` for the path, executing only
+that stdlib-only file (importing the ``tvm_ffi`` package would load its Cython
+core as a side effect), and load the file with ``RTLD_GLOBAL`` before
+``tvmffi._core`` is imported. The extension's ``DT_NEEDED libtvm_ffi.so`` entry
+then resolves, by soname, to this very copy, so both bindings in one process
+share one function registry, one type table and one error channel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import sys
+from types import ModuleType
+
+_loaded: dict[str, ctypes.CDLL] = {}
+
+
+def _libinfo() -> ModuleType:
+    existing = sys.modules.get("tvm_ffi.libinfo")
+    if existing is not None:
+        return existing
+    spec = importlib.util.find_spec("tvm_ffi")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("tvmffi needs the apache-tvm-ffi package (pip install apache-tvm-ffi)")
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "libinfo.py")
+    file_spec = importlib.util.spec_from_file_location("_tvmffi_tvm_ffi_libinfo", path)
+    if file_spec is None or file_spec.loader is None:
+        raise ImportError(f"cannot read {path}")
+    module = importlib.util.module_from_spec(file_spec)
+    file_spec.loader.exec_module(module)
+    return module
+
+
+def lib_path() -> str:
+    """Return the path of the ``libtvm_ffi`` shared library in use."""
+    path = _libinfo().find_libtvm_ffi()
+    return os.path.realpath(str(path))
+
+
+def load_library(path: str) -> ctypes.CDLL:
+    """Load a shared library into the process with global symbol visibility."""
+    real = os.path.realpath(path)
+    lib = _loaded.get(real)
+    if lib is None:
+        lib = ctypes.CDLL(real, mode=os.RTLD_GLOBAL)
+        _loaded[real] = lib
+    return lib
+
+
+def testing_lib_path() -> str:
+    """Return the path of ``libtvm_ffi_testing`` next to the runtime library."""
+    return os.path.join(os.path.dirname(lib_path()), "libtvm_ffi_testing.so")
+
+
+load_library(lib_path())

@@ -1,0 +1,78 @@
+"""Data types: ``DataType`` from strings, NumPy, ml_dtypes and torch dtypes."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from . import _core
+from ._core import DataType
+
+__all__ = ["DataType"]
+
+_PY_SCALARS: dict[type, str] = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
+
+
+def _from_torch(value: Any) -> str | None:
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.dtype):
+        return None
+    name = str(value).removeprefix("torch.")
+    if value.is_complex and name == "complex32":
+        return "complex32"
+    return name
+
+
+def _from_numpy(value: Any) -> str | None:
+    np = sys.modules.get("numpy")
+    if np is None:
+        return None
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        return None
+    if dt.kind == "b":
+        return "bool"
+    if dt.kind in "iufc" or dt.kind == "V" and dt.name in _ML_DTYPE_NAMES:
+        return str(dt.name)
+    # ml_dtypes registers extension types (bfloat16, float8_*) under their names.
+    if dt.name in _ML_DTYPE_NAMES:
+        return str(dt.name)
+    raise TypeError(f"NumPy dtype {dt!r} has no TVM FFI DataType")
+
+
+_ML_DTYPE_NAMES = frozenset(
+    {
+        "bfloat16",
+        "float8_e3m4",
+        "float8_e4m3",
+        "float8_e4m3b11fnuz",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "float6_e2m3fn",
+        "float6_e3m2fn",
+        "float4_e2m1fn",
+        "int2",
+        "int4",
+        "uint2",
+        "uint4",
+    }
+)
+
+
+def _dtype_string(value: Any) -> str:
+    """Map a dtype-like object to the runtime's dtype string (called from C)."""
+    name = _from_torch(value)
+    if name is None:
+        name = _from_numpy(value)
+    if name is None and isinstance(value, type):
+        name = _PY_SCALARS.get(value)
+    if name is None:
+        raise TypeError(f"cannot interpret {value!r} as a DataType")
+    return name
+
+
+_core.set_dtype_hook(_dtype_string)
