@@ -98,46 +98,37 @@ static int borrow_into_temps(TVMFFIObjectHandle h, TVMFFIAny* out, TempList* tem
   return 0;
 }
 
-/* Optional conversion protocols shared with the official binding. Returns 1
- * when one applied, 0 when none did, -1 on error. */
-static int protocol_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
-  static const char* const names[] = {"__tvm_ffi_object__", "__tvm_ffi_value__",
-                                      "__tvm_ffi_int__", "__tvm_ffi_float__",
-                                      "__tvm_ffi_opaque_ptr__"};
-  for (int i = 0; i < 5; ++i) {
-    PyObject* meth = PyObject_GetAttrString((PyObject*)Py_TYPE(obj), names[i]);
-    if (meth == NULL) {
-      PyErr_Clear();
-      continue;
+static const char* const kProtocols[] = {"__tvm_ffi_object__", "__tvm_ffi_value__",
+                                         "__tvm_ffi_int__", "__tvm_ffi_float__",
+                                         "__tvm_ffi_opaque_ptr__"};
+#define NUM_PROTOCOLS 5
+
+/* Optional conversion protocols shared with the official binding:
+ * `protocol` indexes kProtocols. */
+static int protocol_to_any(PyObject* obj, int protocol, TVMFFIAny* out, TempList* temps) {
+  PyObject* v = PyObject_CallMethod(obj, kProtocols[protocol], NULL);
+  if (v == NULL) return -1;
+  int rc;
+  if (protocol == 4) {
+    void* p = PyLong_AsVoidPtr(v);
+    rc = (p == NULL && PyErr_Occurred()) ? -1 : 0;
+    out->type_index = kTVMFFIOpaquePtr;
+    out->zero_padding = 0;
+    out->v_ptr = p;
+  } else if (tvmffi_is_object(v)) {
+    rc = borrow_into_temps(((TVMFFIPyObject*)v)->handle, out, temps);
+  } else {
+    /* A plain value: keep an owned copy alive for the duration of the call. */
+    TVMFFIAny owned;
+    rc = tvmffi_py_to_owned_any(v, &owned);
+    if (rc == 0 && owned.type_index >= kTVMFFIStaticObjectBegin) {
+      rc = temps_push(temps, owned.v_obj);
+      if (rc != 0) TVMFFIObjectDecRef(owned.v_obj);
     }
-    Py_DECREF(meth);
-    PyObject* v = PyObject_CallMethod(obj, names[i], NULL);
-    if (v == NULL) return -1;
-    int rc;
-    if (i == 4) {
-      void* p = PyLong_AsVoidPtr(v);
-      rc = (p == NULL && PyErr_Occurred()) ? -1 : 0;
-      out->type_index = kTVMFFIOpaquePtr;
-      out->zero_padding = 0;
-      out->v_ptr = p;
-    } else if (tvmffi_is_object(v)) {
-      rc = borrow_into_temps(((TVMFFIPyObject*)v)->handle, out, temps);
-    } else {
-      /* Values that are plain Python objects are converted (and kept) as an
-       * owned Any for the duration of the call. */
-      TVMFFIAny owned;
-      rc = tvmffi_py_to_owned_any(v, &owned);
-      if (rc == 0 && owned.type_index >= kTVMFFIStaticObjectBegin) {
-        rc = temps_push(temps, owned.v_obj);
-        if (rc != 0) TVMFFIObjectDecRef(owned.v_obj);
-      }
-      if (rc == 0) *out = owned;
-    }
-    Py_DECREF(v);
-    (void)argpos;
-    return rc == 0 ? 1 : -1;
+    if (rc == 0) *out = owned;
   }
-  return 0;
+  Py_DECREF(v);
+  return rc;
 }
 
 static int void_p_to_any(PyObject* obj, TVMFFIAny* out) {
@@ -178,64 +169,169 @@ static int index_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps) {
   return rc;
 }
 
-/* Everything that is not an exact hot type: subclasses, containers,
- * callables, foreign objects and protocols. */
-static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
-  if (tvmffi_is_object(obj)) return object_to_any(obj, out);
-  if (PyLong_Check(obj)) return int_to_any(obj, out, temps);
-  if (PyFloat_Check(obj)) return float_to_any(PyFloat_AS_DOUBLE(obj), out);
-  if (PyUnicode_Check(obj)) return tvmffi_str_to_any(obj, out, temps);
-  if (PyBytes_Check(obj)) {
-    return tvmffi_bytes_to_any(PyBytes_AS_STRING(obj), PyBytes_GET_SIZE(obj), out, temps);
+static int callable_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps) {
+  TVMFFIObjectHandle f;
+  if (tvmffi_callback_create(obj, &f) != 0) return -1;
+  if (temps_push(temps, f) != 0) {
+    TVMFFIObjectDecRef(f);
+    return -1;
   }
-  if (PyByteArray_Check(obj)) {
-    return tvmffi_bytes_to_any(PyByteArray_AS_STRING(obj), PyByteArray_GET_SIZE(obj), out,
-                               temps);
-  }
-  if (PyObject_TypeCheck(obj, &TVMFFIDeviceType)) {
-    out->type_index = kTVMFFIDevice;
-    out->zero_padding = 0;
-    out->v_int64 = 0;
-    out->v_device = ((TVMFFIPyDevice*)obj)->device;
+  set_object(out, f);
+  return 0;
+}
+
+static int pod_to_any(int32_t type_index, TVMFFIAny* out) {
+  out->type_index = type_index;
+  out->zero_padding = 0;
+  out->v_int64 = 0;
+  return 0;
+}
+
+/* ---- per-type classification of the slow path ---------------------------- */
+/* How values of a given Python type convert. Deciding it may need attribute
+ * lookups, so the decision is made once per type and cached. */
+typedef enum {
+  K_UNSUPPORTED = 0,
+  K_OBJECT,
+  K_INT,
+  K_FLOAT,
+  K_STR,
+  K_BYTES,
+  K_BYTEARRAY,
+  K_DEVICE,
+  K_DTYPE,
+  K_SEQUENCE,
+  K_DICT,
+  K_FOREIGN,
+  K_VOID_P,
+  K_CALLABLE,
+  K_INDEX,
+  K_FLOAT_LIKE,
+  K_PROTOCOL, /* K_PROTOCOL + i for kProtocols[i] */
+} SlowKind;
+
+static int type_has(PyTypeObject* tp, const char* name) {
+  PyObject* attr = PyObject_GetAttrString((PyObject*)tp, name);
+  if (attr == NULL) {
+    PyErr_Clear();
     return 0;
   }
-  if (PyObject_TypeCheck(obj, &TVMFFIDataTypeType)) {
-    out->type_index = kTVMFFIDataType;
-    out->zero_padding = 0;
-    out->v_int64 = 0;
-    out->v_dtype = ((TVMFFIPyDataType*)obj)->dtype;
+  Py_DECREF(attr);
+  return 1;
+}
+
+static int is_foreign_type(PyTypeObject* tp) {
+  PyObject* mod = PyObject_GetAttrString((PyObject*)tp, "__module__");
+  if (mod == NULL) {
+    PyErr_Clear();
     return 0;
   }
-  if (PyList_Check(obj) || PyTuple_Check(obj)) return seq_to_array(obj, out, temps, argpos);
-  if (PyDict_Check(obj)) return dict_to_map(obj, out, temps, argpos);
+  const char* name = PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+  int ours = name != NULL && strncmp(name, "tvm_ffi", 7) == 0 && (name[7] == 0 || name[7] == '.');
+  if (name == NULL) PyErr_Clear();
+  Py_DECREF(mod);
+  return ours && type_has(tp, "__chandle__");
+}
 
-  TVMFFIObjectHandle foreign;
-  int found = tvmffi_foreign_object_handle(obj, &foreign);
-  if (found != 0) return found < 0 ? -1 : borrow_into_temps(foreign, out, temps);
-  found = protocol_to_any(obj, out, temps, argpos);
-  if (found != 0) return found < 0 ? -1 : 0;
-
+static int classify(PyTypeObject* tp) {
+  if (PyType_IsSubtype(tp, &TVMFFIObjectType)) return K_OBJECT;
+  if (PyType_IsSubtype(tp, &PyLong_Type)) return K_INT;
+  if (PyType_IsSubtype(tp, &PyFloat_Type)) return K_FLOAT;
+  if (PyType_IsSubtype(tp, &PyUnicode_Type)) return K_STR;
+  if (PyType_IsSubtype(tp, &PyBytes_Type)) return K_BYTES;
+  if (PyType_IsSubtype(tp, &PyByteArray_Type)) return K_BYTEARRAY;
+  if (PyType_IsSubtype(tp, &TVMFFIDeviceType)) return K_DEVICE;
+  if (PyType_IsSubtype(tp, &TVMFFIDataTypeType)) return K_DTYPE;
+  if (PyType_IsSubtype(tp, &PyList_Type) || PyType_IsSubtype(tp, &PyTuple_Type)) {
+    return K_SEQUENCE;
+  }
+  if (PyType_IsSubtype(tp, &PyDict_Type)) return K_DICT;
+  if (is_foreign_type(tp)) return K_FOREIGN;
+  for (int i = 0; i < NUM_PROTOCOLS; ++i) {
+    if (type_has(tp, kProtocols[i])) return K_PROTOCOL + i;
+  }
   PyObject* void_p = tvmffi_ctypes_void_p();
   if (void_p == NULL) return -1;
-  if (PyObject_TypeCheck(obj, (PyTypeObject*)void_p)) return void_p_to_any(obj, out);
-  if (PyCallable_Check(obj)) {
-    TVMFFIObjectHandle f;
-    if (tvmffi_callback_create(obj, &f) != 0) return -1;
-    if (temps_push(temps, f) != 0) {
-      TVMFFIObjectDecRef(f);
-      return -1;
+  if (PyType_IsSubtype(tp, (PyTypeObject*)void_p)) return K_VOID_P;
+  if (tp->tp_call != NULL) return K_CALLABLE;
+  if (tp->tp_as_number != NULL && tp->tp_as_number->nb_index != NULL) return K_INDEX;
+  if (tp->tp_as_number != NULL && tp->tp_as_number->nb_float != NULL) return K_FLOAT_LIKE;
+  return K_UNSUPPORTED;
+}
+
+/* Direct-mapped cache; entries own a reference to their type so a freed and
+ * reallocated type object can never alias a stale entry. */
+#define KIND_CACHE_SIZE 64
+static struct {
+  PyTypeObject* type;
+  int kind;
+} g_kind_cache[KIND_CACHE_SIZE];
+
+static int kind_of(PyTypeObject* tp) {
+  size_t slot = ((uintptr_t)tp >> 4) % KIND_CACHE_SIZE;
+  if (g_kind_cache[slot].type == tp) return g_kind_cache[slot].kind;
+  int kind = classify(tp);
+  if (kind < 0) return -1;
+  Py_INCREF(tp);
+  Py_XDECREF(g_kind_cache[slot].type);
+  g_kind_cache[slot].type = tp;
+  g_kind_cache[slot].kind = kind;
+  return kind;
+}
+
+/* Everything that is not an exact hot type. */
+static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  int kind = kind_of(Py_TYPE(obj));
+  TVMFFIObjectHandle foreign;
+  switch (kind) {
+    case K_OBJECT:
+      return object_to_any(obj, out);
+    case K_INT:
+      return int_to_any(obj, out, temps);
+    case K_FLOAT:
+      return float_to_any(PyFloat_AS_DOUBLE(obj), out);
+    case K_STR:
+      return tvmffi_str_to_any(obj, out, temps);
+    case K_BYTES:
+      return tvmffi_bytes_to_any(PyBytes_AS_STRING(obj), PyBytes_GET_SIZE(obj), out, temps);
+    case K_BYTEARRAY:
+      return tvmffi_bytes_to_any(PyByteArray_AS_STRING(obj), PyByteArray_GET_SIZE(obj), out,
+                                 temps);
+    case K_DEVICE:
+      pod_to_any(kTVMFFIDevice, out);
+      out->v_device = ((TVMFFIPyDevice*)obj)->device;
+      return 0;
+    case K_DTYPE:
+      pod_to_any(kTVMFFIDataType, out);
+      out->v_dtype = ((TVMFFIPyDataType*)obj)->dtype;
+      return 0;
+    case K_SEQUENCE:
+      return seq_to_array(obj, out, temps, argpos);
+    case K_DICT:
+      return dict_to_map(obj, out, temps, argpos);
+    case K_FOREIGN: {
+      int found = tvmffi_foreign_object_handle(obj, &foreign);
+      if (found < 0) return -1;
+      if (found > 0) return borrow_into_temps(foreign, out, temps);
+      return unsupported(obj, argpos);
     }
-    set_object(out, f);
-    return 0;
+    case K_VOID_P:
+      return void_p_to_any(obj, out);
+    case K_CALLABLE:
+      return callable_to_any(obj, out, temps);
+    case K_INDEX:
+      return index_to_any(obj, out, temps);
+    case K_FLOAT_LIKE: {
+      double v = PyFloat_AsDouble(obj);
+      if (v == -1.0 && PyErr_Occurred()) return -1;
+      return float_to_any(v, out);
+    }
+    case K_UNSUPPORTED:
+      return unsupported(obj, argpos);
+    default:
+      if (kind < 0) return -1;
+      return protocol_to_any(obj, kind - K_PROTOCOL, out, temps);
   }
-  /* Integer-like (numpy integers) and float-like (numpy floats) scalars. */
-  if (PyIndex_Check(obj)) return index_to_any(obj, out, temps);
-  if (Py_TYPE(obj)->tp_as_number != NULL && Py_TYPE(obj)->tp_as_number->nb_float != NULL) {
-    double v = PyFloat_AsDouble(obj);
-    if (v == -1.0 && PyErr_Occurred()) return -1;
-    return float_to_any(v, out);
-  }
-  return unsupported(obj, argpos);
 }
 
 int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
