@@ -11,11 +11,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import tvm_ffi  # noqa: E402
+import tvm_ffi
+from _harness import Case, floor_ns, machine, measure, table
 
-import tvmffi  # noqa: E402
-import tvmffi.testing  # noqa: E402
-from _harness import Case, floor_ns, machine, measure, table  # noqa: E402
+import tvmffi
+import tvmffi.testing
 
 
 def _env() -> dict[str, object]:

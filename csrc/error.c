@@ -127,8 +127,9 @@ static int create_error(PyObject* parts, PyObject* exc, TVMFFIObjectHandle* out)
                   bt = {s[2], (size_t)n[2]};
   TVMFFIObjectHandle ctx = NULL;
   if (tvmffi_opaque_py_create(exc, &ctx) != 0) PyErr_Clear();
+  /* The error takes its own reference to the context; drop ours. */
   int rc = TVMFFIErrorCreateWithCauseAndExtraContext(&kind, &msg, &bt, NULL, ctx, out);
-  if (rc != 0 && ctx != NULL) TVMFFIObjectDecRef(ctx);
+  if (ctx != NULL) TVMFFIObjectDecRef(ctx);
   return rc;
 }
 

@@ -8,6 +8,7 @@
 #include "core.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define STACK_ARGS 8
@@ -222,6 +223,9 @@ static PyMethodDef function_module_methods[] = {
 };
 
 int tvmffi_function_init_types(PyObject* module) {
+  /* Same switch as the official binding's TVM_FFI_RELEASE_GIL_BY_DEFAULT. */
+  const char* env = getenv("TVMFFI_RELEASE_GIL_BY_DEFAULT");
+  if (env != NULL && env[0] == '0' && env[1] == '\0') g_release_gil_default = 0;
   if (PyType_Ready(&TVMFFIFunctionType) < 0) return -1;
   Py_INCREF(&TVMFFIFunctionType);
   if (PyModule_AddObject(module, "Function", (PyObject*)&TVMFFIFunctionType) < 0) return -1;

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from . import _lib  # loads libtvm_ffi before the extension  # noqa: I001
+# isort: off
+from . import _lib  # must load libtvm_ffi before the extension is imported
+# isort: on
 from . import _core
+from ._core import Object
 from .device import Device, cpu, cuda, metal, opencl, rocm, vulkan
 from .dtype import DataType
 from .error import Error, register_error
@@ -14,7 +17,6 @@ from .function import (
     register_global_func,
     to_function,
 )
-from ._core import Object
 
 __version__ = "0.1.0"
 
@@ -46,7 +48,7 @@ __all__ = [
     "register_error",
     "register_global_func",
     "rocm",
-    "tvm_ffi_version",
     "to_function",
+    "tvm_ffi_version",
     "vulkan",
 ]

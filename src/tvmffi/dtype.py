@@ -33,7 +33,7 @@ def _from_numpy(value: Any) -> str | None:
         return None
     if dt.kind == "b":
         return "bool"
-    if dt.kind in "iufc" or dt.kind == "V" and dt.name in _ML_DTYPE_NAMES:
+    if dt.kind in "iufc":
         return str(dt.name)
     # ml_dtypes registers extension types (bfloat16, float8_*) under their names.
     if dt.name in _ML_DTYPE_NAMES:

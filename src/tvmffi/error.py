@@ -103,12 +103,17 @@ def _from_ffi(kind: str, message: str, backtrace: str) -> BaseException:
         exc.kind = kind  # type: ignore[attr-defined]
     note = _backtrace_note(backtrace)
     if note is not None:
-        notes = getattr(exc, "__notes__", None)
-        if notes is None:
-            exc.__notes__ = [note]
-        else:
-            notes.append(note)
+        _add_note(exc, note)
     return exc
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    # BaseException.add_note exists from Python 3.11; keep 3.10 working too.
+    notes: list[str] | None = getattr(exc, "__notes__", None)
+    if notes is None:
+        setattr(exc, "__notes__", [note])  # noqa: B010
+    else:
+        notes.append(note)
 
 
 def _kind_of(exc: BaseException) -> str:
@@ -132,10 +137,9 @@ def _format_backtrace(tb: TracebackType | None) -> str:
 
 def _to_ffi(exc: BaseException) -> tuple[str, str, str]:
     """Describe a Python exception as (kind, message, backtrace) (called from C)."""
-    if isinstance(exc, KeyError) and len(exc.args) == 1:
-        message = str(exc.args[0])
-    else:
-        message = str(exc)
+    # KeyError's str() is the repr of its key; the FFI message is the key text.
+    keyerror = isinstance(exc, KeyError) and len(exc.args) == 1
+    message = str(exc.args[0]) if keyerror else str(exc)
     return _kind_of(exc), message, _format_backtrace(exc.__traceback__)
 
 

@@ -36,7 +36,7 @@ def get_global_func(name: str, allow_missing: bool = False) -> Function | None:
 
 def list_global_func_names() -> list[str]:
     """Return the names of all registered global functions."""
-    functor = _core.get_global_func("ffi.FunctionListGlobalNamesFunctor", False)()
+    functor = get_global_func("ffi.FunctionListGlobalNamesFunctor")()
     count: int = functor(-1)
     return [functor(i) for i in range(count)]
 
