@@ -207,6 +207,7 @@ typedef enum {
   K_CALLABLE,
   K_INDEX,
   K_FLOAT_LIKE,
+  K_BOOL_LIKE,
   K_PROTOCOL, /* K_PROTOCOL + i for kProtocols[i] */
 } SlowKind;
 
@@ -254,6 +255,10 @@ static int classify(PyTypeObject* tp) {
   if (void_p == NULL) return -1;
   if (PyType_IsSubtype(tp, (PyTypeObject*)void_p)) return K_VOID_P;
   if (tp->tp_call != NULL) return K_CALLABLE;
+  /* numpy.bool_ is neither an int nor index-able in NumPy 2: keep it a Bool. */
+  if (strcmp(tp->tp_name, "numpy.bool") == 0 || strcmp(tp->tp_name, "numpy.bool_") == 0) {
+    return K_BOOL_LIKE;
+  }
   if (tp->tp_as_number != NULL && tp->tp_as_number->nb_index != NULL) return K_INDEX;
   if (tp->tp_as_number != NULL && tp->tp_as_number->nb_float != NULL) return K_FLOAT_LIKE;
   return K_UNSUPPORTED;
@@ -325,6 +330,13 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
       double v = PyFloat_AsDouble(obj);
       if (v == -1.0 && PyErr_Occurred()) return -1;
       return float_to_any(v, out);
+    }
+    case K_BOOL_LIKE: {
+      int truth = PyObject_IsTrue(obj);
+      if (truth < 0) return -1;
+      pod_to_any(kTVMFFIBool, out);
+      out->v_int64 = truth;
+      return 0;
     }
     case K_UNSUPPORTED:
       return unsupported(obj, argpos);

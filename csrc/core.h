@@ -11,6 +11,8 @@
  *   error.c     FFI errors <-> Python exceptions
  *   device.c    Device value type
  *   dtype.c     DataType value type
+ *   tensor.c    Tensor / TensorView types and DLPack in both directions
+ *   stream.c    the runtime's per-device environment stream
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
@@ -85,12 +87,17 @@ PyObject* tvmffi_object_wrap_owned(TVMFFIObjectHandle handle);
 /* Create an instance of `cls` (a subclass of Object) around an owned handle. */
 PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle);
 PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args);
+/* _set_object_hooks(repr, getattr, dir): Python fallbacks of Object. */
+PyObject* tvmffi_set_object_hooks(PyObject* self, PyObject* args);
 /* Handle of an object of another binding (e.g. tvm_ffi), via __chandle__. */
 int tvmffi_foreign_object_handle(PyObject* obj, TVMFFIObjectHandle* out);
 
 static inline int tvmffi_is_object(PyObject* o) {
   return PyObject_TypeCheck(o, &TVMFFIObjectType);
 }
+
+/* ---- reflection.c: fields, methods, constructors, container cells ---------- */
+int tvmffi_reflection_init(PyObject* module);
 
 /* ---- function.c ------------------------------------------------------------ */
 typedef struct {
@@ -145,6 +152,31 @@ int tvmffi_dtype_init_types(PyObject* module);
 PyObject* tvmffi_device_from_dl(DLDevice dev);
 PyObject* tvmffi_dtype_from_dl(DLDataType dtype);
 PyObject* tvmffi_set_dtype_hook(PyObject* self, PyObject* hook);
+
+/* ---- tensor.c ---------------------------------------------------------------- */
+extern PyTypeObject TVMFFITensorType;     /* tvmffi.Tensor, type index kTVMFFITensor */
+extern PyTypeObject TVMFFITensorViewType; /* tvmffi.TensorView, passed as DLTensor* */
+/* numpy.ndarray once numpy is imported (exact-type fast path), else NULL. */
+extern PyTypeObject* tvmffi_numpy_ndarray_type;
+int tvmffi_tensor_init_types(PyObject* module);
+/* 1 when values of `tp` convert as tensors (TensorView, __dlpack__ producers). */
+int tvmffi_is_tensor_type(PyTypeObject* tp);
+/* A tensor argument: a TensorView travels as DLTensor*, anything else as a
+ * Tensor object (owned by `temps`) that keeps its source alive. */
+int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
+/* Same, for an object known to be a numpy.ndarray (or subclass). */
+int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
+/* A DLTensor* result or callback argument: a borrowed TensorView (shape and
+ * strides copied, data borrowed). */
+PyObject* tvmffi_tensor_view_borrowed(const DLTensor* dl);
+
+/* ---- stream.c ------------------------------------------------------------------ */
+int tvmffi_stream_init(PyObject* module);
+/* Nonzero while a use_stream() context for this device is active on this thread. */
+int tvmffi_stream_is_explicit(int32_t device_type, int32_t device_id);
+/* Make `stream` the environment stream of the device for the duration of the
+ * call owning `temps` (restored when the temporaries are released). */
+int tvmffi_stream_adopt(int32_t device_type, int32_t device_id, void* stream, TempList* temps);
 
 /* Python may be finalizing when the runtime releases our last objects (static
  * destructors at exit); Python state must not be touched then. */

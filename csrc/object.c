@@ -197,17 +197,58 @@ static PyObject* object_get_type_key(PyObject* op, void* closure) {
   return tvmffi_bytearray_to_str(&info->type_key);
 }
 
+/* Python-level hooks installed by tvmffi/object.py: repr, attribute
+ * fallback (reflection) and dir. */
+static PyObject* g_repr_hook;
+static PyObject* g_getattr_hook;
+static PyObject* g_dir_hook;
+
 static PyObject* object_repr(PyObject* op) {
   TVMFFIPyObject* self = (TVMFFIPyObject*)op;
   if (self->handle == NULL) return PyUnicode_FromFormat("<%s (empty)>", Py_TYPE(op)->tp_name);
+  if (g_repr_hook != NULL) return PyObject_CallOneArg(g_repr_hook, op);
   const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(tvmffi_type_index_of(self->handle));
-  return PyUnicode_FromFormat("<%s %.*s at %p>", Py_TYPE(op)->tp_name, (int)info->type_key.size,
-                              info->type_key.data, self->handle);
+  PyObject* key = tvmffi_bytearray_to_str(&info->type_key);
+  if (key == NULL) return NULL;
+  PyObject* res = PyUnicode_FromFormat("<%s %U at %p>", Py_TYPE(op)->tp_name, key, self->handle);
+  Py_DECREF(key);
+  return res;
+}
+
+static PyObject* object_getattro(PyObject* op, PyObject* name) {
+  PyObject* res = PyObject_GenericGetAttr(op, name);
+  if (res != NULL || g_getattr_hook == NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    return res;
+  }
+  if (((TVMFFIPyObject*)op)->handle == NULL) return NULL;
+  if (PyUnicode_Check(name) && PyUnicode_READ_CHAR(name, 0) == '_' &&
+      PyUnicode_GET_LENGTH(name) > 1 && PyUnicode_READ_CHAR(name, 1) == '_') {
+    return NULL; /* dunder lookups never go through reflection */
+  }
+  PyErr_Clear();
+  return PyObject_CallFunctionObjArgs(g_getattr_hook, op, name, NULL);
+}
+
+static PyObject* object_dir(PyObject* op, PyObject* unused) {
+  (void)unused;
+  if (g_dir_hook != NULL) return PyObject_CallOneArg(g_dir_hook, op);
+  return PyObject_CallMethod((PyObject*)&PyBaseObject_Type, "__dir__", "O", op);
+}
+
+PyObject* tvmffi_set_object_hooks(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject *r, *g, *d;
+  if (!PyArg_ParseTuple(args, "OOO", &r, &g, &d)) return NULL;
+  Py_XSETREF(g_repr_hook, r == Py_None ? NULL : Py_NewRef(r));
+  Py_XSETREF(g_getattr_hook, g == Py_None ? NULL : Py_NewRef(g));
+  Py_XSETREF(g_dir_hook, d == Py_None ? NULL : Py_NewRef(d));
+  Py_RETURN_NONE;
 }
 
 static PyMethodDef object_methods[] = {
     {"same_as", object_same_as, METH_O, "True if both refer to the same FFI object."},
     {"__chandle__", object_chandle, METH_NOARGS, "The raw object handle as an int."},
+    {"__dir__", object_dir, METH_NOARGS, "Attributes, including reflected fields and methods."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -227,6 +268,7 @@ PyTypeObject TVMFFIObjectType = {
     .tp_hash = object_hash,
     .tp_richcompare = object_richcompare,
     .tp_repr = object_repr,
+    .tp_getattro = object_getattro,
     .tp_methods = object_methods,
     .tp_getset = object_getset,
     .tp_weaklistoffset = offsetof(TVMFFIPyObject, weakreflist),

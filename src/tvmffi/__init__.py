@@ -7,6 +7,7 @@ from . import _lib  # must load libtvm_ffi before the extension is imported
 # isort: on
 from . import _core
 from ._core import Object
+from .container import Array, Dict, List, Map, Shape
 from .device import Device, cpu, cuda, metal, opencl, rocm, vulkan
 from .dtype import DataType
 from .error import Error, register_error
@@ -16,6 +17,18 @@ from .function import (
     list_global_func_names,
     register_global_func,
     to_function,
+)
+from .object import (
+    MISSING,
+    FieldInfo,
+    MethodInfo,
+    TypeInfo,
+    get_fields,
+    get_methods,
+    get_type_info,
+    register_object,
+    type_index,
+    type_key,
 )
 
 __version__ = "0.1.0"
@@ -32,23 +45,38 @@ def lib_path() -> str:
 
 
 __all__ = [
+    "MISSING",
+    "Array",
     "DataType",
     "Device",
+    "Dict",
     "Error",
+    "FieldInfo",
     "Function",
+    "List",
+    "Map",
+    "MethodInfo",
     "Object",
+    "Shape",
+    "TypeInfo",
     "__version__",
     "cpu",
     "cuda",
+    "get_fields",
     "get_global_func",
+    "get_methods",
+    "get_type_info",
     "lib_path",
     "list_global_func_names",
     "metal",
     "opencl",
     "register_error",
     "register_global_func",
+    "register_object",
     "rocm",
     "to_function",
     "tvm_ffi_version",
+    "type_index",
+    "type_key",
     "vulkan",
 ]

@@ -138,7 +138,7 @@ def _format_backtrace(tb: TracebackType | None) -> str:
 def _to_ffi(exc: BaseException) -> tuple[str, str, str]:
     """Describe a Python exception as (kind, message, backtrace) (called from C)."""
     # KeyError's str() is the repr of its key; the FFI message is the key text.
-    keyerror = isinstance(exc, KeyError) and len(exc.args) == 1
+    keyerror = isinstance(exc, builtins.KeyError) and len(exc.args) == 1
     message = str(exc.args[0]) if keyerror else str(exc)
     return _kind_of(exc), message, _format_backtrace(exc.__traceback__)
 

@@ -1,0 +1,61 @@
+"""Object benchmark: field read/write, method call, echo(obj) — tvmffi vs tvm_ffi.
+
+Run: ``python benchmarks/bench_objects.py``. Both sides use their own registered
+class for ``testing.TestObjectBase``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import tvm_ffi
+import tvm_ffi.testing
+from _harness import Case, floor_ns, machine, measure, table
+
+import tvmffi
+import tvmffi.testing
+
+
+@tvmffi.register_object("testing.TestObjectBase")
+class TestObjectBase(tvmffi.Object):
+    """Our class for the testing type."""
+
+    __slots__ = ()
+
+
+def _env() -> dict[str, object]:
+    return {
+        "o_obj": TestObjectBase(v_i64=1),
+        "t_obj": tvm_ffi.testing.TestObjectBase(v_i64=1),
+        "o_echo": tvmffi.get_global_func("testing.echo"),
+        "t_echo": tvm_ffi.get_global_func("testing.echo"),
+        "o_arr": tvmffi.Array([1, 2, 3]),
+        "t_arr": tvm_ffi.Array([1, 2, 3]),
+    }
+
+
+OBJECT_CASES = [
+    Case("obj.v_i64", "o_obj.v_i64", "t_obj.v_i64"),
+    Case("obj.v_i64 = 2", "o_obj.v_i64 = 2", "t_obj.v_i64 = 2"),
+    Case("obj.add_i64(1)", "o_obj.add_i64(1)", "t_obj.add_i64(1)"),
+    Case("echo(obj)", "o_echo(o_obj)", "t_echo(t_obj)"),
+    Case("arr[1]", "o_arr[1]", "t_arr[1]"),
+    Case("len(arr)", "len(o_arr)", "len(t_arr)"),
+]
+
+
+def main() -> None:
+    """Measure and print the table."""
+    env = _env()
+    rows = measure(OBJECT_CASES, env)
+    print(f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
+          f"tvm_ffi {tvm_ffi.__version__}, runtime {tvmffi.tvm_ffi_version()}")
+    print(table(rows, floor_ns(env)))
+
+
+if __name__ == "__main__":
+    main()

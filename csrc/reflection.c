@@ -1,0 +1,451 @@
+/*
+ * Reflection: fast field access, method binding, constructor calls and raw
+ * type-info export for the Python object layer (tvmffi/object.py).
+ *
+ *   FieldProperty    data descriptor over one TVMFFIFieldInfo (getter/setter)
+ *   MethodDescriptor binds a reflected method Function to its instance
+ *   _init_handle     self.handle = ffi_init(*args) (constructor path)
+ *   _type_info       raw reflection tables as Python tuples
+ *   _seq_size / _seq_getitem / _shape_tuple  direct container cell reads
+ */
+#include "core.h"
+
+#include <string.h>
+
+/* ---- FieldProperty ------------------------------------------------------- */
+typedef struct {
+  PyObject_HEAD
+  const TVMFFIFieldInfo* field;
+  int32_t type_index; /* type that declares the field */
+  PyObject* name;
+} FieldProperty;
+
+static int obj_handle(PyObject* obj, TVMFFIObjectHandle* out) {
+  if (!tvmffi_is_object(obj)) {
+    PyErr_Format(PyExc_TypeError, "expected a tvmffi.Object, got %.200s", Py_TYPE(obj)->tp_name);
+    return -1;
+  }
+  TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
+  if (h == NULL) {
+    PyErr_Format(PyExc_ValueError, "%s object holds no FFI handle", Py_TYPE(obj)->tp_name);
+    return -1;
+  }
+  *out = h;
+  return 0;
+}
+
+static PyObject* field_read(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h) {
+  TVMFFIAny result = {.type_index = kTVMFFINone};
+  if (f->getter((char*)h + f->offset, &result) != 0) return tvmffi_raise_ffi_error();
+  return tvmffi_any_to_py_owned(&result);
+}
+
+static int field_write(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h, PyObject* value) {
+  TempList temps;
+  temps_init(&temps);
+  TVMFFIAny arg;
+  if (tvmffi_py_to_any(value, &arg, &temps, -1) != 0) {
+    temps_release(&temps);
+    return -1;
+  }
+  void* ptr = (char*)h + f->offset;
+  int rc;
+  if (f->flags & kTVMFFIFieldFlagBitSetterIsFunctionObj) {
+    TVMFFIAny args[2];
+    args[0].type_index = kTVMFFIOpaquePtr;
+    args[0].zero_padding = 0;
+    args[0].v_ptr = ptr;
+    args[1] = arg;
+    TVMFFIAny result = {.type_index = kTVMFFINone};
+    rc = TVMFFIFunctionCall((TVMFFIObjectHandle)f->setter, args, 2, &result);
+    if (rc == 0) tvmffi_any_release(&result);
+  } else {
+    rc = ((TVMFFIFieldSetter)f->setter)(ptr, &arg);
+  }
+  temps_release(&temps);
+  if (rc != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject* fprop_get(PyObject* op, PyObject* obj, PyObject* type) {
+  (void)type;
+  FieldProperty* self = (FieldProperty*)op;
+  if (obj == NULL || obj == Py_None) {
+    Py_INCREF(op);
+    return op;
+  }
+  TVMFFIObjectHandle h;
+  if (obj_handle(obj, &h) != 0) return NULL;
+  return field_read(self->field, h);
+}
+
+static int fprop_set(PyObject* op, PyObject* obj, PyObject* value) {
+  FieldProperty* self = (FieldProperty*)op;
+  if (value == NULL) {
+    PyErr_Format(PyExc_AttributeError, "cannot delete field '%U'", self->name);
+    return -1;
+  }
+  if (!(self->field->flags & kTVMFFIFieldFlagBitMaskWritable) || self->field->setter == NULL) {
+    PyErr_Format(PyExc_AttributeError, "field '%U' is read-only", self->name);
+    return -1;
+  }
+  TVMFFIObjectHandle h;
+  if (obj_handle(obj, &h) != 0) return -1;
+  return field_write(self->field, h, value);
+}
+
+static void fprop_dealloc(PyObject* op) {
+  Py_XDECREF(((FieldProperty*)op)->name);
+  Py_TYPE(op)->tp_free(op);
+}
+
+static PyObject* fprop_get_name(PyObject* op, void* c) {
+  (void)c;
+  PyObject* n = ((FieldProperty*)op)->name;
+  Py_INCREF(n);
+  return n;
+}
+
+static PyObject* fprop_get_doc(PyObject* op, void* c) {
+  (void)c;
+  const TVMFFIFieldInfo* f = ((FieldProperty*)op)->field;
+  if (f->doc.size == 0) Py_RETURN_NONE;
+  return tvmffi_bytearray_to_str(&f->doc);
+}
+
+static PyGetSetDef fprop_getset[] = {
+    {"name", fprop_get_name, NULL, "Field name.", NULL},
+    {"__doc__", fprop_get_doc, NULL, "Field doc.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject FieldPropertyType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.core.FieldProperty",
+    .tp_basicsize = sizeof(FieldProperty),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Reflected field of an FFI object type.",
+    .tp_dealloc = fprop_dealloc,
+    .tp_descr_get = fprop_get,
+    .tp_descr_set = fprop_set,
+    .tp_getset = fprop_getset,
+};
+
+static const TVMFFITypeInfo* type_info_checked(int type_index) {
+  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(type_index);
+  if (info == NULL) PyErr_Format(PyExc_ValueError, "unknown type index %d", type_index);
+  return info;
+}
+
+/* _field_property(type_index, field_pos) */
+static PyObject* py_field_property(PyObject* m, PyObject* args) {
+  (void)m;
+  int type_index, pos;
+  if (!PyArg_ParseTuple(args, "ii", &type_index, &pos)) return NULL;
+  const TVMFFITypeInfo* info = type_info_checked(type_index);
+  if (info == NULL) return NULL;
+  if (pos < 0 || pos >= info->num_fields) {
+    PyErr_SetString(PyExc_IndexError, "field position out of range");
+    return NULL;
+  }
+  FieldProperty* p = PyObject_New(FieldProperty, &FieldPropertyType);
+  if (p == NULL) return NULL;
+  p->field = &info->fields[pos];
+  p->type_index = type_index;
+  p->name = tvmffi_bytearray_to_str(&p->field->name);
+  if (p->name == NULL) {
+    Py_DECREF(p);
+    return NULL;
+  }
+  return (PyObject*)p;
+}
+
+/* ---- MethodDescriptor ---------------------------------------------------- */
+typedef struct {
+  PyObject_HEAD
+  PyObject* func;
+  int is_static;
+  vectorcallfunc vectorcall;
+} MethodDescriptor;
+
+/* With Py_TPFLAGS_METHOD_DESCRIPTOR, `obj.m(a)` calls the descriptor itself
+ * as m(obj, a) without creating a bound method. */
+static PyObject* mdesc_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf,
+                                  PyObject* kwnames) {
+  return PyObject_Vectorcall(((MethodDescriptor*)op)->func, args, nargsf, kwnames);
+}
+
+static PyObject* mdesc_get(PyObject* op, PyObject* obj, PyObject* type) {
+  (void)type;
+  MethodDescriptor* self = (MethodDescriptor*)op;
+  if (self->is_static || obj == NULL) {
+    Py_INCREF(self->func);
+    return self->func;
+  }
+  return PyMethod_New(self->func, obj);
+}
+
+static void mdesc_dealloc(PyObject* op) {
+  Py_XDECREF(((MethodDescriptor*)op)->func);
+  Py_TYPE(op)->tp_free(op);
+}
+
+static PyObject* mdesc_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  (void)kwargs;
+  PyObject* func;
+  int is_static = 0;
+  if (!PyArg_ParseTuple(args, "O|p", &func, &is_static)) return NULL;
+  if (is_static) {
+    /* The method-descriptor call path always passes the instance. */
+    PyErr_SetString(PyExc_ValueError, "wrap static methods with staticmethod()");
+    return NULL;
+  }
+  MethodDescriptor* self = (MethodDescriptor*)type->tp_alloc(type, 0);
+  if (self == NULL) return NULL;
+  Py_INCREF(func);
+  self->func = func;
+  self->is_static = is_static;
+  self->vectorcall = mdesc_vectorcall;
+  return (PyObject*)self;
+}
+
+static PyObject* mdesc_get_func(PyObject* op, void* c) {
+  (void)c;
+  PyObject* f = ((MethodDescriptor*)op)->func;
+  Py_INCREF(f);
+  return f;
+}
+
+static PyGetSetDef mdesc_getset[] = {
+    {"__func__", mdesc_get_func, NULL, "The underlying Function.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject MethodDescriptorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.core.MethodDescriptor",
+    .tp_basicsize = sizeof(MethodDescriptor),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "MethodDescriptor(func): reflected instance method; calls func(self, ...).",
+    .tp_vectorcall_offset = offsetof(MethodDescriptor, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dealloc = mdesc_dealloc,
+    .tp_new = mdesc_new,
+    .tp_descr_get = mdesc_get,
+    .tp_getset = mdesc_getset,
+};
+
+/* ---- constructor path ---------------------------------------------------- */
+/* _init_handle(self, func, *args): call func(*args); self takes the result. */
+static PyObject* py_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
+  (void)m;
+  if (nargs < 2 || !tvmffi_is_object(args[0]) || !tvmffi_is_object(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_init_handle(self, func, *args)");
+    return NULL;
+  }
+  TVMFFIPyObject* self = (TVMFFIPyObject*)args[0];
+  TVMFFIObjectHandle func = ((TVMFFIPyObject*)args[1])->handle;
+  PyObject* res = tvmffi_call_handle(func, args + 2, nargs - 2, 0);
+  if (res == NULL) return NULL;
+  if (!tvmffi_is_object(res) || ((TVMFFIPyObject*)res)->handle == NULL) {
+    PyErr_Format(PyExc_TypeError, "constructor returned %.200s, not an object",
+                 Py_TYPE(res)->tp_name);
+    Py_DECREF(res);
+    return NULL;
+  }
+  TVMFFIObjectHandle h = ((TVMFFIPyObject*)res)->handle;
+  TVMFFIObjectIncRef(h);
+  Py_DECREF(res);
+  TVMFFIObjectHandle old = self->handle;
+  self->handle = h;
+  if (old != NULL) TVMFFIObjectDecRef(old);
+  Py_RETURN_NONE;
+}
+
+/* ---- type info export ---------------------------------------------------- */
+static PyObject* py_type_key_to_index(PyObject* m, PyObject* key) {
+  (void)m;
+  Py_ssize_t n;
+  const char* s = PyUnicode_AsUTF8AndSize(key, &n);
+  if (s == NULL) return NULL;
+  TVMFFIByteArray b = {s, (size_t)n};
+  int32_t idx;
+  if (TVMFFITypeKeyToIndex(&b, &idx) != 0) {
+    /* Unknown key: drop the runtime error and report None. */
+    TVMFFIObjectHandle err = NULL;
+    TVMFFIErrorMoveFromRaised(&err);
+    if (err != NULL) TVMFFIObjectDecRef(err);
+    Py_RETURN_NONE;
+  }
+  return PyLong_FromLong(idx);
+}
+
+static PyObject* str_or_none(const TVMFFIByteArray* b) {
+  if (b->data == NULL) return PyUnicode_FromStringAndSize("", 0);
+  return tvmffi_bytearray_to_str(b);
+}
+
+/* _type_info(type_index) -> (type_index, type_key, ancestors, fields, methods, doc)
+ * fields: (name, doc, metadata, flags, static_type_index, default or MISSING-sentinel)
+ * methods: (name, doc, metadata, flags, func) */
+static PyObject* py_type_info(PyObject* m, PyObject* args) {
+  (void)m;
+  int type_index;
+  PyObject* missing;
+  if (!PyArg_ParseTuple(args, "iO", &type_index, &missing)) return NULL;
+  const TVMFFITypeInfo* info = type_info_checked(type_index);
+  if (info == NULL) return NULL;
+  PyObject *anc = NULL, *fields = NULL, *methods = NULL, *doc = NULL, *key = NULL;
+  anc = PyList_New(info->type_depth);
+  fields = PyList_New(info->num_fields);
+  methods = PyList_New(info->num_methods);
+  if (anc == NULL || fields == NULL || methods == NULL) goto fail;
+  for (int32_t i = 0; i < info->type_depth; ++i) {
+    PyObject* v = PyLong_FromLong(info->type_ancestors[i]->type_index);
+    if (v == NULL) goto fail;
+    PyList_SET_ITEM(anc, i, v);
+  }
+  for (int32_t i = 0; i < info->num_fields; ++i) {
+    const TVMFFIFieldInfo* f = &info->fields[i];
+    PyObject* dflt;
+    if (f->flags & kTVMFFIFieldFlagBitMaskHasDefault) {
+      dflt = tvmffi_any_to_py_borrowed(&f->default_value_or_factory);
+      if (dflt == NULL) goto fail;
+    } else {
+      Py_INCREF(missing);
+      dflt = missing;
+    }
+    PyObject* t = Py_BuildValue("(NNNLiN)", str_or_none(&f->name), str_or_none(&f->doc),
+                                str_or_none(&f->metadata), (long long)f->flags,
+                                (int)f->field_static_type_index, dflt);
+    if (t == NULL) goto fail;
+    PyList_SET_ITEM(fields, i, t);
+  }
+  for (int32_t i = 0; i < info->num_methods; ++i) {
+    const TVMFFIMethodInfo* mi = &info->methods[i];
+    PyObject* fn = tvmffi_any_to_py_borrowed(&mi->method);
+    if (fn == NULL) goto fail;
+    PyObject* t = Py_BuildValue("(NNNLN)", str_or_none(&mi->name), str_or_none(&mi->doc),
+                                str_or_none(&mi->metadata), (long long)mi->flags, fn);
+    if (t == NULL) goto fail;
+    PyList_SET_ITEM(methods, i, t);
+  }
+  if (info->metadata != NULL) {
+    doc = str_or_none(&info->metadata->doc);
+  } else {
+    doc = PyUnicode_FromStringAndSize("", 0);
+  }
+  key = tvmffi_bytearray_to_str(&info->type_key);
+  if (doc == NULL || key == NULL) goto fail;
+  return Py_BuildValue("(iNNNNN)", type_index, key, anc, fields, methods, doc);
+fail:
+  Py_XDECREF(anc);
+  Py_XDECREF(fields);
+  Py_XDECREF(methods);
+  Py_XDECREF(doc);
+  Py_XDECREF(key);
+  return NULL;
+}
+
+/* _lookup_type_attr(type_index, name) -> value or None */
+static PyObject* py_lookup_type_attr(PyObject* m, PyObject* args) {
+  (void)m;
+  int type_index;
+  const char* name;
+  Py_ssize_t n;
+  if (!PyArg_ParseTuple(args, "is#", &type_index, &name, &n)) return NULL;
+  TVMFFIByteArray b = {name, (size_t)n};
+  const TVMFFITypeAttrColumn* col = TVMFFIGetTypeAttrColumn(&b);
+  if (col == NULL) Py_RETURN_NONE;
+  int32_t off = type_index - col->begin_index;
+  if (off < 0 || off >= col->size) Py_RETURN_NONE;
+  return tvmffi_any_to_py_borrowed(&col->data[off]);
+}
+
+/* ---- containers ---------------------------------------------------------- */
+static int seq_cell(PyObject* obj, TVMFFISeqCell** out) {
+  TVMFFIObjectHandle h;
+  if (obj_handle(obj, &h) != 0) return -1;
+  int32_t ti = tvmffi_type_index_of(h);
+  if (ti != kTVMFFIArray && ti != kTVMFFIList) {
+    PyErr_SetString(PyExc_TypeError, "expected an ffi.Array or ffi.List");
+    return -1;
+  }
+  *out = (TVMFFISeqCell*)tvmffi_cell(h);
+  return 0;
+}
+
+static PyObject* py_seq_size(PyObject* m, PyObject* obj) {
+  (void)m;
+  TVMFFISeqCell* c;
+  if (seq_cell(obj, &c) != 0) return NULL;
+  return PyLong_FromLongLong(c->size);
+}
+
+static PyObject* py_seq_getitem(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
+  (void)m;
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "_seq_getitem(seq, index)");
+    return NULL;
+  }
+  TVMFFISeqCell* c;
+  if (seq_cell(args[0], &c) != 0) return NULL;
+  Py_ssize_t i = PyNumber_AsSsize_t(args[1], PyExc_IndexError);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  if (i < 0) i += (Py_ssize_t)c->size;
+  if (i < 0 || i >= (Py_ssize_t)c->size) {
+    PyErr_SetString(PyExc_IndexError, "index out of range");
+    return NULL;
+  }
+  return tvmffi_any_to_py_borrowed(&((TVMFFIAny*)c->data)[i]);
+}
+
+static PyObject* py_shape_tuple(PyObject* m, PyObject* obj) {
+  (void)m;
+  TVMFFIObjectHandle h;
+  if (obj_handle(obj, &h) != 0) return NULL;
+  if (tvmffi_type_index_of(h) != kTVMFFIShape) {
+    PyErr_SetString(PyExc_TypeError, "expected an ffi.Shape");
+    return NULL;
+  }
+  TVMFFIShapeCell* c = (TVMFFIShapeCell*)tvmffi_cell(h);
+  PyObject* t = PyTuple_New((Py_ssize_t)c->size);
+  if (t == NULL) return NULL;
+  for (size_t i = 0; i < c->size; ++i) {
+    PyObject* v = PyLong_FromLongLong(c->data[i]);
+    if (v == NULL) {
+      Py_DECREF(t);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(t, (Py_ssize_t)i, v);
+  }
+  return t;
+}
+
+static PyMethodDef reflection_methods[] = {
+    {"_field_property", py_field_property, METH_VARARGS, "_field_property(type_index, pos)"},
+    {"_init_handle", (PyCFunction)(void (*)(void))py_init_handle, METH_FASTCALL,
+     "_init_handle(self, func, *args)"},
+    {"_type_key_to_index", py_type_key_to_index, METH_O, "Type index of a key, or None."},
+    {"_type_info", py_type_info, METH_VARARGS, "_type_info(type_index, missing)"},
+    {"_lookup_type_attr", py_lookup_type_attr, METH_VARARGS, "_lookup_type_attr(index, name)"},
+    {"_seq_size", py_seq_size, METH_O, "Size of an Array/List."},
+    {"_seq_getitem", (PyCFunction)(void (*)(void))py_seq_getitem, METH_FASTCALL,
+     "_seq_getitem(seq, i)"},
+    {"_shape_tuple", py_shape_tuple, METH_O, "Shape as a tuple of ints."},
+    {"_set_object_hooks", tvmffi_set_object_hooks, METH_VARARGS,
+     "_set_object_hooks(repr, getattr, dir)"},
+    {NULL, NULL, 0, NULL},
+};
+
+int tvmffi_reflection_init(PyObject* module) {
+  if (PyType_Ready(&FieldPropertyType) < 0 || PyType_Ready(&MethodDescriptorType) < 0) return -1;
+  Py_INCREF(&FieldPropertyType);
+  if (PyModule_AddObject(module, "FieldProperty", (PyObject*)&FieldPropertyType) < 0) return -1;
+  Py_INCREF(&MethodDescriptorType);
+  if (PyModule_AddObject(module, "MethodDescriptor", (PyObject*)&MethodDescriptorType) < 0) {
+    return -1;
+  }
+  return PyModule_AddFunctions(module, reflection_methods);
+}

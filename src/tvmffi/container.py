@@ -1,0 +1,321 @@
+"""FFI containers: Array, List (sequences), Map, Dict (mappings), Shape.
+
+Elements are converted to Python lazily, on access.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence, Sequence
+from typing import Any
+
+from . import _core
+from ._core import Object
+from .object import _register_class
+
+__all__ = ["Array", "Dict", "List", "Map", "Shape"]
+
+_FUNCS: dict[str, Any] = {}
+
+
+def _g(name: str) -> Any:
+    f = _FUNCS.get(name)
+    if f is None:
+        f = _FUNCS[name] = _core.get_global_func(name, False)
+    return f
+
+
+_seq_size = _core._seq_size
+_seq_getitem = _core._seq_getitem
+_init_handle = _core._init_handle
+
+
+def _seq_index(seq: Any, i: Any) -> Any:
+    if isinstance(i, slice):
+        return [_seq_getitem(seq, j) for j in range(*i.indices(_seq_size(seq)))]
+    return _seq_getitem(seq, i)
+
+
+def _seq_eq(a: Any, b: Any) -> bool:
+    if isinstance(b, Object) and not isinstance(b, (Array, List)):
+        return False
+    if not isinstance(b, (list, tuple, Array, List)):
+        return NotImplemented  # type: ignore[no-any-return]
+    if isinstance(b, Object) and a.same_as(b):
+        return True
+    n = len(a)
+    if n != len(b):
+        return False
+    return all(a[i] == b[i] for i in range(n))
+
+
+def _seq_repr(a: Any) -> str:
+    return "[" + ", ".join(repr(x) for x in a) + "]"
+
+
+class Array(Object, Sequence[Any]):
+    """Immutable FFI array (``ffi.Array``)."""
+
+    __slots__ = ()
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        _init_handle(self, _g("ffi.Array"), *items)
+
+    def __len__(self) -> int:
+        return _seq_size(self)
+
+    def __getitem__(self, i: Any) -> Any:
+        return _seq_index(self, i)
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(_seq_size(self)):
+            yield _seq_getitem(self, i)
+
+    def __eq__(self, other: object) -> bool:
+        return _seq_eq(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        r = _seq_eq(self, other)
+        return r if r is NotImplemented else not r
+
+    __hash__ = Object.__hash__
+
+    def __repr__(self) -> str:
+        return _seq_repr(self)
+
+
+class List(Object, MutableSequence[Any]):
+    """Mutable FFI list (``ffi.List``)."""
+
+    __slots__ = ()
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        _init_handle(self, _g("ffi.List"), *items)
+
+    def __len__(self) -> int:
+        return _seq_size(self)
+
+    def __getitem__(self, i: Any) -> Any:
+        return _seq_index(self, i)
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(_seq_size(self)):
+            yield _seq_getitem(self, i)
+
+    def _norm(self, i: int) -> int:
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("list index out of range")
+        return i
+
+    def __setitem__(self, i: Any, value: Any) -> None:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                raise ValueError("extended slice assignment is not supported")
+            _g("ffi.ListReplaceSlice")(self, start, max(start, stop), list(value))
+            return
+        _g("ffi.ListSetItem")(self, self._norm(i), value)
+
+    def __delitem__(self, i: Any) -> None:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                raise ValueError("extended slice deletion is not supported")
+            if stop > start:
+                _g("ffi.ListEraseRange")(self, start, stop)
+            return
+        _g("ffi.ListErase")(self, self._norm(i))
+
+    def insert(self, index: int, value: Any) -> None:
+        n = len(self)
+        if index < 0:
+            index = max(0, index + n)
+        _g("ffi.ListInsert")(self, min(index, n), value)
+
+    def append(self, value: Any) -> None:
+        _g("ffi.ListAppend")(self, value)
+
+    def clear(self) -> None:
+        _g("ffi.ListClear")(self)
+
+    def __eq__(self, other: object) -> bool:
+        return _seq_eq(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        r = _seq_eq(self, other)
+        return r if r is NotImplemented else not r
+
+    __hash__ = Object.__hash__
+
+    def __repr__(self) -> str:
+        return _seq_repr(self)
+
+
+def _flatten(mapping: Any) -> list[Any]:
+    items = mapping.items() if hasattr(mapping, "items") else mapping
+    out: list[Any] = []
+    for k, v in items:
+        out.append(k)
+        out.append(v)
+    return out
+
+
+class _MapBase(Object):
+    __slots__ = ()
+    _size: str
+    _get: str
+    _count: str
+    _iter: str
+
+    def __len__(self) -> int:
+        return int(_g(self._size)(self))
+
+    def __getitem__(self, key: Any) -> Any:
+        if not _g(self._count)(self, key):
+            raise KeyError(key)
+        return _g(self._get)(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return bool(_g(self._count)(self, key))
+        except TypeError:
+            return False
+
+    def _walk(self, what: int) -> Iterator[Any]:
+        n = len(self)
+        if n == 0:
+            return
+        functor = _g(self._iter)(self)
+        for _ in range(n):
+            if what == 3:
+                yield (functor(0), functor(1))
+            else:
+                yield functor(what)
+            if not functor(2):
+                break
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._walk(0)
+
+    def keys(self) -> Any:
+        return list(self._walk(0))
+
+    def values(self) -> Any:
+        return list(self._walk(1))
+
+    def items(self) -> Any:
+        return list(self._walk(3))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Object):
+            if not isinstance(other, _MapBase):
+                return False
+            if self.same_as(other):
+                return True
+        elif not isinstance(other, Mapping):
+            return NotImplemented
+        if len(self) != len(other):
+            return False
+        other_map: Any = other
+        return all(k in other_map and other_map[k] == v for k, v in self._walk(3))
+
+    def __ne__(self, other: object) -> bool:
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    __hash__ = Object.__hash__
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self._walk(3)) + "}"
+
+
+class Map(_MapBase, Mapping[Any, Any]):
+    """Immutable FFI map (``ffi.Map``)."""
+
+    __slots__ = ()
+    _size, _get, _count, _iter = "ffi.MapSize", "ffi.MapGetItem", "ffi.MapCount", (
+        "ffi.MapForwardIterFunctor"
+    )
+
+    def __init__(self, mapping: Any = ()) -> None:
+        _init_handle(self, _g("ffi.Map"), *_flatten(mapping))
+
+
+class Dict(_MapBase, MutableMapping[Any, Any]):
+    """Mutable FFI dict (``ffi.Dict``)."""
+
+    __slots__ = ()
+    _size, _get, _count, _iter = "ffi.DictSize", "ffi.DictGetItem", "ffi.DictCount", (
+        "ffi.DictForwardIterFunctor"
+    )
+
+    def __init__(self, mapping: Any = ()) -> None:
+        _init_handle(self, _g("ffi.Dict"), *_flatten(mapping))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _g("ffi.DictSetItem")(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        if key not in self:
+            raise KeyError(key)
+        _g("ffi.DictErase")(self, key)
+
+    def clear(self) -> None:
+        _g("ffi.DictClear")(self)
+
+
+class Shape(Object, Sequence[Any]):
+    """Immutable FFI shape (``ffi.Shape``): a tuple of ints."""
+
+    __slots__ = ()
+
+    def __init__(self, dims: Iterable[int] = ()) -> None:
+        _init_handle(self, _g("ffi.Shape"), *[int(d) for d in dims])
+
+    def _tuple(self) -> tuple[int, ...]:
+        return _core._shape_tuple(self)
+
+    def __len__(self) -> int:
+        return len(self._tuple())
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._tuple()[i]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._tuple())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Shape):
+            return self._tuple() == other._tuple()
+        if isinstance(other, (tuple, list)):
+            return self._tuple() == tuple(other)
+        if isinstance(other, Object):
+            return False
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    __hash__ = Object.__hash__
+
+    def __repr__(self) -> str:
+        return f"Shape({self._tuple()!r})"
+
+
+for _cls, _key in (
+    (Array, "ffi.Array"),
+    (List, "ffi.List"),
+    (Map, "ffi.Map"),
+    (Dict, "ffi.Dict"),
+    (Shape, "ffi.Shape"),
+):
+    _register_class(_cls, _key, install=False)

@@ -1,0 +1,401 @@
+"""Objects: class registration, reflection (fields, methods, constructors), type info."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from . import _core
+from ._core import Object
+
+__all__ = [
+    "MISSING",
+    "FieldInfo",
+    "MethodInfo",
+    "Object",
+    "TypeInfo",
+    "get_fields",
+    "get_methods",
+    "get_type_info",
+    "register_object",
+    "type_index",
+    "type_key",
+]
+
+_T = TypeVar("_T", bound=type)
+
+# Field flag bits (c_api.h, TVMFFIFieldFlagBitMask*).
+_WRITABLE = 1 << 0
+_HAS_DEFAULT = 1 << 1
+_IS_STATIC = 1 << 2
+_DEFAULT_FROM_FACTORY = 1 << 5
+_REPR_OFF = 1 << 6
+_COMPARE_OFF = 1 << 7
+_HASH_OFF = 1 << 8
+_INIT_OFF = 1 << 9
+_KW_ONLY = 1 << 10
+
+
+class _Missing:
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+"""Sentinel: a field has no default value."""
+
+
+def _parse_json(text: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"raw": text}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """A reflected field of an FFI object type."""
+
+    name: str
+    doc: str
+    flags: int
+    static_type_index: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+    default: Any = MISSING
+    owner_type_index: int = -1
+    position: int = -1
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.flags & _WRITABLE)
+
+    @property
+    def has_default(self) -> bool:
+        return bool(self.flags & _HAS_DEFAULT)
+
+    @property
+    def default_from_factory(self) -> bool:
+        return bool(self.flags & _DEFAULT_FROM_FACTORY)
+
+    @property
+    def repr(self) -> bool:
+        return not self.flags & _REPR_OFF
+
+    @property
+    def compare(self) -> bool:
+        return not self.flags & _COMPARE_OFF
+
+    @property
+    def hash(self) -> bool:
+        return not self.flags & _HASH_OFF
+
+    @property
+    def init(self) -> bool:
+        return not self.flags & _INIT_OFF
+
+    @property
+    def kw_only(self) -> bool:
+        return bool(self.flags & _KW_ONLY)
+
+    @property
+    def type_schema(self) -> Any:
+        schema = self.metadata.get("type_schema")
+        if isinstance(schema, str):
+            try:
+                return json.loads(schema)
+            except ValueError:
+                return schema
+        return schema
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """A reflected method of an FFI object type."""
+
+    name: str
+    doc: str
+    flags: int
+    func: Any
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_static(self) -> bool:
+        return bool(self.flags & _IS_STATIC)
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """Runtime type information: key, ancestry, own fields and methods."""
+
+    type_index: int
+    type_key: str
+    ancestors: tuple[int, ...]
+    fields: tuple[FieldInfo, ...]
+    methods: tuple[MethodInfo, ...]
+    doc: str = ""
+
+    @property
+    def parent_type_index(self) -> int | None:
+        return self.ancestors[-1] if self.ancestors else None
+
+
+_TYPE_INFO_CACHE: dict[int, TypeInfo] = {}
+
+
+def _type_info_by_index(index: int) -> TypeInfo:
+    info = _TYPE_INFO_CACHE.get(index)
+    if info is not None:
+        return info
+    tindex, key, anc, raw_fields, raw_methods, doc = _core._type_info(index, MISSING)
+    fields = tuple(
+        FieldInfo(
+            name=f[0],
+            doc=f[1],
+            metadata=_parse_json(f[2]),
+            flags=f[3],
+            static_type_index=f[4],
+            default=f[5],
+            owner_type_index=tindex,
+            position=i,
+        )
+        for i, f in enumerate(raw_fields)
+    )
+    methods = tuple(
+        MethodInfo(name=m[0], doc=m[1], metadata=_parse_json(m[2]), flags=m[3], func=m[4])
+        for m in raw_methods
+    )
+    info = TypeInfo(tindex, key, tuple(anc), fields, methods, doc)
+    _TYPE_INFO_CACHE[index] = info
+    return info
+
+
+def _key_to_index(key: str) -> int:
+    index = _core._type_key_to_index(key)
+    if index is None:
+        raise ValueError(f"unknown FFI type key {key!r}")
+    return index
+
+
+def _resolve_index(x: Any) -> int:
+    index: int
+    if isinstance(x, str):
+        return _key_to_index(x)
+    if isinstance(x, Object):
+        return int(x.type_index)
+    if isinstance(x, type) and issubclass(x, Object):
+        found = x.__dict__.get("__tvm_ffi_type_index__")
+        if found is None:
+            raise TypeError(f"{x.__qualname__} is not registered with register_object")
+        index = int(found)
+        return index
+    raise TypeError(f"expected a type key, a registered class or an Object, got {type(x).__name__}")
+
+
+def type_index(x: Any) -> int:
+    """Runtime type index of a registered class or an object."""
+    if isinstance(x, str):
+        raise TypeError("type_index expects a registered class or an Object, not a str")
+    return _resolve_index(x)
+
+
+def type_key(x: Any) -> str:
+    """Type key of a registered class or an object."""
+    return get_type_info(x).type_key
+
+
+def get_type_info(x: Any) -> TypeInfo:
+    """TypeInfo for a type key, a registered class or an object."""
+    return _type_info_by_index(_resolve_index(x))
+
+
+def _chain(index: int) -> list[TypeInfo]:
+    info = _type_info_by_index(index)
+    return [_type_info_by_index(a) for a in info.ancestors] + [info]
+
+
+def get_fields(x: Any) -> list[FieldInfo]:
+    """All reflected fields of the type, inherited ones first."""
+    return [f for info in _chain(_resolve_index(x)) for f in info.fields]
+
+
+def get_methods(x: Any) -> list[MethodInfo]:
+    """All reflected methods of the type, inherited ones first (a subtype's wins)."""
+    out: dict[str, MethodInfo] = {}
+    for info in _chain(_resolve_index(x)):
+        for m in info.methods:
+            out.pop(m.name, None)
+            out[m.name] = m
+    return list(out.values())
+
+
+# ---- attribute tables -----------------------------------------------------
+_ATTR_CACHE: dict[int, dict[str, Any]] = {}
+
+
+def _attrs_of(index: int) -> dict[str, Any]:
+    """name -> descriptor (fields, then methods) of a type and its ancestors."""
+    table = _ATTR_CACHE.get(index)
+    if table is not None:
+        return table
+    table = {}
+    for info in _chain(index):
+        for f in info.fields:
+            table[f.name] = _core._field_property(info.type_index, f.position)
+        for m in info.methods:
+            if m.name == "__ffi_init__":
+                continue
+            table[m.name] = (
+                staticmethod(m.func) if m.is_static else _core.MethodDescriptor(m.func)
+            )
+    _ATTR_CACHE[index] = table
+    return table
+
+
+def _find_ffi_init(index: int) -> Any:
+    for m in _type_info_by_index(index).methods:
+        if m.name == "__ffi_init__":
+            return m.func
+    return _core._lookup_type_attr(index, "__ffi_init__")
+
+
+_KWARGS: list[Any] = []
+
+
+def _kwargs_marker() -> Any:
+    if not _KWARGS:
+        getter = _core.get_global_func("ffi.GetKwargsObject", False)
+        assert getter is not None
+        _KWARGS.append(getter())
+    return _KWARGS[0]
+
+
+def _make_init(cls: type, index: int, ffi_init: Any) -> Callable[..., None]:
+    init_handle = _core._init_handle
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs:
+            packed = list(args)
+            packed.append(_kwargs_marker())
+            for k, v in kwargs.items():
+                packed.append(k)
+                packed.append(v)
+            init_handle(self, ffi_init, *packed)
+        else:
+            init_handle(self, ffi_init, *args)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
+def _make_no_init(cls: type, key: str) -> Callable[..., None]:
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(f"{key} has no __ffi_init__ and cannot be constructed from Python")
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
+_REGISTERED: dict[int, type] = {}
+
+
+def _register_class(cls: _T, key: str, *, install: bool = True) -> _T:
+    if not (isinstance(cls, type) and issubclass(cls, Object)):
+        raise TypeError("register_object expects a subclass of tvmffi.Object")
+    index = _key_to_index(key)
+    prev = _REGISTERED.get(index)
+    if prev is not None and prev is not cls:
+        raise ValueError(f"type key {key!r} is already registered to {prev.__qualname__}")
+    cls.__tvm_ffi_type_index__ = index  # type: ignore[attr-defined]
+    cls.__tvm_ffi_type_key__ = key  # type: ignore[attr-defined]
+    if install:
+        for name, desc in _attrs_of(index).items():
+            if name not in cls.__dict__ and not _defined_by_user_base(cls, name):
+                setattr(cls, name, desc)
+        if "__init__" not in cls.__dict__:
+            ffi_init = _find_ffi_init(index)
+            if ffi_init is not None:
+                cls.__init__ = _make_init(cls, index, ffi_init)  # type: ignore[method-assign]
+            else:
+                cls.__init__ = _make_no_init(cls, key)  # type: ignore[method-assign]
+    _core.register_object_class(index, cls)
+    _REGISTERED[index] = cls
+    return cls
+
+
+def _defined_by_user_base(cls: type, name: str) -> bool:
+    """True if a non-reflected attribute of that name comes from a base class."""
+    for base in cls.__mro__[1:]:
+        if name in base.__dict__:
+            value = base.__dict__[name]
+            return not isinstance(
+                value, (_core.FieldProperty, _core.MethodDescriptor, staticmethod)
+            )
+    return False
+
+
+def register_object(type_key: str) -> Callable[[_T], _T]:
+    """Class decorator: wrap FFI objects of ``type_key`` in the decorated class.
+
+    Reflected fields become properties, reflected methods become methods, and
+    calling the class calls the type's ``__ffi_init__`` (positional and keyword
+    arguments).
+    """
+    if not isinstance(type_key, str):
+        raise TypeError("register_object expects a type key string")
+
+    def decorator(cls: _T) -> _T:
+        return _register_class(cls, type_key)
+
+    return decorator
+
+
+# ---- hooks of the generic Object -------------------------------------------
+def _getattr_hook(obj: Object, name: str) -> Any:
+    desc = _attrs_of(obj.type_index).get(name)
+    if desc is None:
+        raise AttributeError(f"{obj.type_key} object has no attribute {name!r}")
+    return desc.__get__(obj, type(obj))
+
+
+def _dir_hook(obj: Object) -> list[str]:
+    names = set(object.__dir__(obj))
+    names.update(_attrs_of(obj.type_index))
+    return sorted(names)
+
+
+def _repr_hook(obj: Object) -> str:
+    index = obj.type_index
+    key = obj.type_key
+    chain = _chain(index)
+    if not any(info.fields for info in chain):
+        return f"<{key} at {obj.__chandle__():#x}>"
+    table = _attrs_of(index)
+    parts = []
+    for info in chain:
+        for f in info.fields:
+            if not f.repr:
+                continue
+            try:
+                value = table[f.name].__get__(obj, type(obj))
+                parts.append(f"{f.name}={value!r}")
+            except Exception:
+                parts.append(f"{f.name}=<?>")
+    return f"{key}({', '.join(parts)})"
+
+
+_core._set_object_hooks(_repr_hook, _getattr_hook, _dir_hook)

@@ -1,0 +1,184 @@
+"""Shared fixtures and helpers for the tvmffi core test suite."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import tvmffi
+import tvmffi.testing
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _wheel_dirs() -> tuple[str, str]:
+    """(include dir, lib dir) of the apache-tvm-ffi wheel that tvmffi uses."""
+    lib_dir = os.path.dirname(tvmffi.lib_path())
+    include_dir = os.path.realpath(os.path.join(lib_dir, "..", "include"))
+    return include_dir, lib_dir
+
+
+@pytest.fixture(scope="session")
+def wheel_include_dir() -> str:
+    include_dir, _ = _wheel_dirs()
+    assert os.path.isfile(os.path.join(include_dir, "tvm", "ffi", "c_api.h")), include_dir
+    return include_dir
+
+
+class NativeHelper:
+    """ctypes face of tests/native_helper.c (ctypes is used in tests only)."""
+
+    BUF = 512
+
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        self.lib = lib
+        lib.call_int.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_longlong,
+            ctypes.c_int,
+            ctypes.POINTER(ctypes.c_longlong),
+            ctypes.POINTER(ctypes.c_long),
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_int,
+        ]
+        lib.call_int.restype = ctypes.c_int
+        lib.call_concurrently.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.POINTER(ctypes.c_longlong),
+        ]
+        lib.call_concurrently.restype = ctypes.c_int
+        lib.set_flag.argtypes = []
+        lib.set_flag.restype = None
+        lib.reset_flag.argtypes = []
+        lib.reset_flag.restype = None
+        lib.register_wait_flag.argtypes = [ctypes.c_char_p]
+        lib.register_wait_flag.restype = ctypes.c_int
+        lib.runtime_version.argtypes = [ctypes.POINTER(ctypes.c_uint)] * 3
+        lib.runtime_version.restype = None
+
+    def call_int(self, fn: tvmffi.Function, x: int, *, spawn: bool) -> dict[str, Any]:
+        """Call ``fn(x)`` from C, on a new native thread when ``spawn``."""
+        out = ctypes.c_longlong(0)
+        tid = ctypes.c_long(0)
+        kind = ctypes.create_string_buffer(self.BUF)
+        msg = ctypes.create_string_buffer(self.BUF)
+        rc = self.lib.call_int(
+            ctypes.c_void_p(fn.__chandle__()),
+            x,
+            1 if spawn else 0,
+            ctypes.byref(out),
+            ctypes.byref(tid),
+            kind,
+            msg,
+            self.BUF,
+        )
+        return {
+            "rc": rc,
+            "out": out.value,
+            "tid": tid.value,
+            "kind": kind.value.decode(),
+            "message": msg.value.decode(),
+        }
+
+    def call_concurrently(self, fn: tvmffi.Function, nthreads: int, iters: int) -> tuple[int, int]:
+        total = ctypes.c_longlong(0)
+        failures = self.lib.call_concurrently(
+            ctypes.c_void_p(fn.__chandle__()), nthreads, iters, ctypes.byref(total)
+        )
+        return failures, total.value
+
+    def runtime_version(self) -> str:
+        parts = [ctypes.c_uint(0) for _ in range(3)]
+        self.lib.runtime_version(*(ctypes.byref(p) for p in parts))
+        return ".".join(str(p.value) for p in parts)
+
+
+@pytest.fixture(scope="session")
+def native(tmp_path_factory: pytest.TempPathFactory, wheel_include_dir: str) -> NativeHelper:
+    """Compile tests/native_helper.c into a shared library and load it."""
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler available")
+    _, lib_dir = _wheel_dirs()
+    out = tmp_path_factory.mktemp("native") / "libtvmffi_native_helper.so"
+    cmd = [
+        cc,
+        "-shared",
+        "-fPIC",
+        "-O1",
+        "-std=c11",
+        "-Wall",
+        "-Werror",
+        f"-I{wheel_include_dir}",
+        os.path.join(HERE, "native_helper.c"),
+        "-o",
+        str(out),
+        f"-L{lib_dir}",
+        f"-Wl,-rpath,{lib_dir}",
+        "-ltvm_ffi",
+        "-lpthread",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"building the native helper failed:\n{proc.stderr}"
+    return NativeHelper(ctypes.CDLL(str(out)))
+
+
+@pytest.fixture(scope="session")
+def testing() -> Any:
+    return tvmffi.testing
+
+
+@pytest.fixture(scope="session")
+def tvm_ffi() -> Any:
+    """The official binding, imported into this same process."""
+    return pytest.importorskip("tvm_ffi")
+
+
+def array_items(arr: tvmffi.Object) -> list[Any]:
+    """Contents of an ffi.Array, read through the runtime's own accessors."""
+    size = tvmffi.get_global_func("ffi.ArraySize")(arr)
+    get = tvmffi.get_global_func("ffi.ArrayGetItem")
+    return [get(arr, i) for i in range(size)]
+
+
+def map_size(m: tvmffi.Object) -> int:
+    return int(tvmffi.get_global_func("ffi.MapSize")(m))
+
+
+def map_get(m: tvmffi.Object, key: Any) -> Any:
+    return tvmffi.get_global_func("ffi.MapGetItem")(m, key)
+
+
+def run_python(code: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter that imports this checkout's tvmffi."""
+    env = dict(os.environ)
+    src = os.path.join(os.path.dirname(HERE), "src")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A global-function name unique to the test; removed from the registry afterwards."""
+    name = "tvmffi_tests." + request.node.name.replace("[", "_").replace("]", "_")
+    yield name
+    remove = tvmffi.get_global_func("ffi.FunctionRemoveGlobal", allow_missing=True)
+    if remove is not None:
+        remove(name)

@@ -1,0 +1,357 @@
+"""Objects: registration, reflected fields/methods, constructors, type info, containers."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+import tvmffi
+import tvmffi.testing as T
+from tvmffi import Array, Dict, List, Map, Object, Shape
+
+
+@tvmffi.register_object("testing.TestObjectBase")
+class Base(Object):
+    pass
+
+
+@tvmffi.register_object("testing.TestObjectDerived")
+class Derived(Base):
+    pass
+
+
+@tvmffi.register_object("testing.TestIntPair")
+class IntPair(Object):
+    pass
+
+
+@tvmffi.register_object("testing.TestCxxKwOnly")
+class KwOnly(Object):
+    pass
+
+
+@tvmffi.register_object("testing.TestCxxNoAutoInit")
+class NoAutoInit(Object):
+    pass
+
+
+@tvmffi.register_object("testing.TestCxxClassBase")
+class CxxBase(Object):
+    pass
+
+
+def use_count(obj: Object) -> int:
+    return T.object_use_count(obj)  # arguments are passed as views: no extra count
+
+
+# ---- registration --------------------------------------------------------
+def test_register_unknown_key() -> None:
+    with pytest.raises(ValueError, match="unknown"):
+
+        @tvmffi.register_object("testing.NoSuchType")
+        class Nope(Object):
+            pass
+
+
+def test_register_twice() -> None:
+    with pytest.raises(ValueError, match="already registered"):
+
+        @tvmffi.register_object("testing.TestIntPair")
+        class Again(Object):
+            pass
+
+
+def test_register_non_object() -> None:
+    with pytest.raises(TypeError):
+        tvmffi.register_object("testing.TestIntPair")(int)
+
+
+# ---- fields ------------------------------------------------------------------
+def test_defaults_and_fields() -> None:
+    b = Base()
+    assert type(b) is Base
+    assert (b.v_i64, b.v_f64, b.v_str) == (10, 10.0, "hello")
+    b = Base(v_i64=5, v_str="x")
+    assert b.v_i64 == 5 and b.v_str == "x"
+
+
+def test_field_write() -> None:
+    b = Base()
+    b.v_i64 = 123
+    assert b.v_i64 == 123
+    b.v_str = "a much longer string than the small string limit"
+    assert b.v_str == "a much longer string than the small string limit"
+
+
+def test_read_only_field() -> None:
+    b = Base()
+    with pytest.raises(AttributeError, match="read-only"):
+        b.v_f64 = 1.0
+    p = IntPair(1, 2)
+    with pytest.raises(AttributeError):
+        p.a = 3
+    with pytest.raises(AttributeError):
+        del b.v_i64
+
+
+def test_field_wrong_type() -> None:
+    b = Base()
+    with pytest.raises(TypeError):
+        b.v_i64 = "not an int"
+    with pytest.raises(TypeError):
+        b.v_i64 = object()
+    assert b.v_i64 == 10
+
+
+def test_unknown_attribute() -> None:
+    b = Base()
+    with pytest.raises(AttributeError):
+        _ = b.no_such_field
+    u = T.make_unregistered_object()  # plain Object: no __dict__
+    with pytest.raises(AttributeError):
+        u.no_such_field = 1
+    with pytest.raises(AttributeError):
+        u.v1 = 1  # reflected fields of unregistered types are read through reflection only
+
+
+def test_positional_init() -> None:
+    p = IntPair(3, 4)
+    assert (p.a, p.b) == (3, 4)
+    assert p.sum() == 7
+
+
+def test_kw_only_init() -> None:
+    k = KwOnly(x=1, y=2, z=3)
+    assert (k.x, k.y, k.z, k.w) == (1, 2, 3, 100)
+    k = KwOnly(x=1, y=2, z=3, w=4)
+    assert k.w == 4
+    with pytest.raises(TypeError):
+        KwOnly(1, 2, 3)
+
+
+def test_bad_constructor_args() -> None:
+    with pytest.raises(TypeError):
+        Base(1, 2, 3, 4, 5)
+    with pytest.raises(TypeError):
+        Base(no_such_field=1)
+    with pytest.raises(TypeError):
+        IntPair("a", "b")
+    with pytest.raises(TypeError):
+        IntPair(1)
+
+
+def test_no_ffi_init() -> None:
+    with pytest.raises(TypeError):
+        NoAutoInit(1, 2)
+
+
+# ---- inheritance ----------------------------------------------------------
+def test_inheritance() -> None:
+    d = Derived(v_i64=1, v_map={"a": 1}, v_array=[1, 2])
+    assert isinstance(d, Base) and type(d) is Derived
+    assert d.v_i64 == 1 and d.v_str == "hello"
+    assert d.v_map["a"] == 1 and list(d.v_array) == [1, 2]
+    assert isinstance(d.v_map, Map) and isinstance(d.v_array, Array)
+    assert d.add_i64(1) == 2  # inherited method
+
+
+def test_subtype_without_class_gets_ancestor() -> None:
+    info = tvmffi.get_type_info("testing.TestCxxClassDerived")
+    assert info.parent_type_index == tvmffi.type_index(CxxBase)
+    init = tvmffi._core._lookup_type_attr(info.type_index, "__ffi_init__")
+    obj = init(1, 2, 3.0)
+    assert type(obj) is CxxBase and obj.type_key == "testing.TestCxxClassDerived"
+    assert obj.v_f64 == 3.0 and obj.v_f32 == 8.0  # subtype fields through reflection
+
+
+def test_methods() -> None:
+    b = Base(v_i64=5)
+    assert b.add_i64(3) == 8
+    assert Base.add_i64(b, 1) == 6
+    with pytest.raises(TypeError):
+        b.add_i64("x")
+
+
+def test_unregistered_object_reflection() -> None:
+    u = T.make_unregistered_object()
+    assert type(u) is Object
+    assert u.v1 == 41 and u.v2 == 42
+    assert "v1" in dir(u) and "v2" in dir(u)
+    assert repr(u) == "testing.TestUnregisteredObject(v1=41, v2=42)"
+    with pytest.raises(AttributeError):
+        _ = u.missing
+    with pytest.raises(AttributeError):
+        _ = u.__no_dunder__
+
+
+# ---- type info ------------------------------------------------------------
+def test_type_key_index() -> None:
+    p = IntPair(1, 2)
+    assert tvmffi.type_key(p) == tvmffi.type_key(IntPair) == "testing.TestIntPair"
+    assert tvmffi.type_index(p) == tvmffi.type_index(IntPair) == p.type_index
+    with pytest.raises(TypeError):
+        tvmffi.type_index(int)
+
+
+def test_get_type_info() -> None:
+    info = tvmffi.get_type_info("testing.TestObjectBase")
+    assert info is tvmffi.get_type_info(Base) is tvmffi.get_type_info(Base())
+    assert info.type_key == "testing.TestObjectBase"
+    names = [f.name for f in info.fields]
+    assert names == ["v_i64", "v_f64", "v_str"]
+    v_i64, v_f64, _ = info.fields
+    assert v_i64.writable and v_i64.has_default and v_i64.default == 10
+    assert v_i64.doc == "i64 field"
+    assert v_i64.type_schema == {"type": "int"}
+    assert not v_f64.writable and v_f64.default == 10.0
+    methods = {m.name: m for m in tvmffi.get_methods(Base)}
+    assert "add_i64" in methods and not methods["add_i64"].is_static
+    assert methods["add_i64"].doc == "add_i64 method"
+    pair_methods = {m.name: m for m in tvmffi.get_methods("testing.TestIntPair")}
+    assert pair_methods["__ffi_init__"].is_static
+
+
+def test_get_fields_kw_only_and_inherited() -> None:
+    fields = {f.name: f for f in tvmffi.get_fields(KwOnly)}
+    assert all(f.kw_only for f in fields.values())
+    assert fields["w"].has_default and fields["w"].default == 100
+    derived = [f.name for f in tvmffi.get_fields("testing.TestObjectDerived")]
+    assert derived == ["v_i64", "v_f64", "v_str", "v_map", "v_array"]
+    assert tvmffi.get_fields(CxxBase)[0].repr is False
+    with pytest.raises(ValueError):
+        tvmffi.get_type_info("no.such.key")
+
+
+# ---- repr -------------------------------------------------------------------
+def test_repr() -> None:
+    assert repr(IntPair(1, 2)) == "testing.TestIntPair(a=1, b=2)"
+    assert repr(Base()) == "testing.TestObjectBase(v_i64=10, v_f64=10.0, v_str='hello')"
+    assert repr(CxxBase(1, 2)) == "testing.TestCxxClassBase()"  # ReprOff fields skipped
+
+
+# ---- reference counts --------------------------------------------------------
+def test_refcounts_return_to_start() -> None:
+    p = IntPair(1, 2)
+    start = use_count(p)
+    assert start == 1
+    for _ in range(100):
+        p.a  # noqa: B018
+        p.sum()
+        T.echo(p)
+        tvmffi.Array([p, [p]])
+        repr(p)
+    alias = T.echo(p)
+    assert use_count(p) == 2 and alias.same_as(p)
+    del alias
+    gc.collect()
+    assert use_count(p) == start
+    b = Base()
+    for _ in range(10):
+        with pytest.raises(TypeError):
+            b.v_i64 = "bad"
+        with pytest.raises(TypeError):
+            IntPair("a", "b")
+    assert use_count(b) == 1
+
+
+def test_field_object_refcount() -> None:
+    inner = Array([1, 2])
+    d = Derived(v_array=inner, v_map={})
+    assert use_count(inner) == 2
+    got = d.v_array
+    assert got.same_as(inner) and use_count(inner) == 3
+    del got, d
+    gc.collect()
+    assert use_count(inner) == 1
+
+
+# ---- containers ----------------------------------------------------------------
+def test_array() -> None:
+    a = Array([1, 2, 3])
+    assert len(a) == 3 and a[0] == 1 and a[-1] == 3
+    assert a[1:] == [2, 3] and a[::-1] == [3, 2, 1]
+    assert list(a) == [1, 2, 3] and 2 in a and 5 not in a
+    assert a == [1, 2, 3] and a == (1, 2, 3) and a != [1, 2]
+    assert a.index(2) == 1 and a.count(3) == 1
+    with pytest.raises(IndexError):
+        a[3]
+    with pytest.raises(IndexError):
+        a[-4]
+    with pytest.raises(TypeError):
+        a[0] = 1  # type: ignore[index]
+    assert isinstance(T.echo([1, 2]), Array)
+    assert len(Array()) == 0
+
+
+def test_nested_three_deep() -> None:
+    value = [[{"k": [1, 2, Base()]}], {"m": {"n": [3]}}]
+    a = Array(value)
+    inner = a[0][0]["k"]
+    assert isinstance(a[0], Array) and isinstance(a[0][0], Map) and isinstance(inner, Array)
+    assert inner[0:2] == [1, 2] and isinstance(inner[2], Base)
+    assert a[1]["m"]["n"][0] == 3
+    echoed = T.echo(value)
+    assert echoed[1]["m"]["n"] == [3]
+
+
+def test_map() -> None:
+    m = Map({"a": 1, "b": [2]})
+    assert len(m) == 2 and m["a"] == 1 and m["b"] == [2]
+    assert set(m) == {"a", "b"} and "a" in m and "z" not in m
+    assert dict(m.items())["a"] == 1
+    assert m == {"a": 1, "b": [2]} and m.get("z", 5) == 5
+    with pytest.raises(KeyError):
+        m["z"]
+    assert isinstance(T.echo({"x": 1}), Map)
+    assert len(Map()) == 0
+
+
+def test_list_and_dict() -> None:
+    lst = List([1, 2])
+    lst.append(3)
+    lst[0] = 10
+    lst.insert(0, 0)
+    assert list(lst) == [0, 10, 2, 3]
+    del lst[0]
+    assert lst == [10, 2, 3] and len(lst) == 3
+    assert isinstance(T.echo(lst), List)
+    d = Dict({"a": 1})
+    d["b"] = 2
+    assert dict(d.items()) == {"a": 1, "b": 2}
+    del d["a"]
+    assert list(d) == ["b"]
+    with pytest.raises(KeyError):
+        del d["zz"]
+    assert isinstance(T.echo(d), Dict)
+
+
+def test_shape() -> None:
+    s = Shape([2, 3, 4])
+    assert len(s) == 3 and s[0] == 2 and s[-1] == 4 and s[1:] == (3, 4)
+    assert s == (2, 3, 4) and list(s) == [2, 3, 4]
+    assert s.type_index == 69
+    assert isinstance(T.echo(s), Shape)
+
+
+def test_bad_container_input() -> None:
+    with pytest.raises(TypeError):
+        Array([object()])
+    with pytest.raises(TypeError):
+        Map({"a": object()})
+
+
+# ---- crossing to the official binding -----------------------------------------
+def test_identity_through_official_binding() -> None:
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    name = "tvmffi_test.object_identity"
+    tvm_ffi.register_global_func(name, lambda x: x, override=True)
+    f = tvmffi.get_global_func(name)
+    p = IntPair(5, 6)
+    back = f(p)
+    assert back.same_as(p) and type(back) is IntPair
+    arr = Array([p])
+    assert f(arr).same_as(arr)
+    del back
+    gc.collect()
+    assert use_count(p) == 2  # p and arr's element
