@@ -208,6 +208,7 @@ typedef enum {
   K_INDEX,
   K_FLOAT_LIKE,
   K_BOOL_LIKE,
+  K_TENSOR,
   K_PROTOCOL, /* K_PROTOCOL + i for kProtocols[i] */
 } SlowKind;
 
@@ -251,6 +252,7 @@ static int classify(PyTypeObject* tp) {
   for (int i = 0; i < NUM_PROTOCOLS; ++i) {
     if (type_has(tp, kProtocols[i])) return K_PROTOCOL + i;
   }
+  if (tvmffi_is_tensor_type(tp)) return K_TENSOR;
   PyObject* void_p = tvmffi_ctypes_void_p();
   if (void_p == NULL) return -1;
   if (PyType_IsSubtype(tp, (PyTypeObject*)void_p)) return K_VOID_P;
@@ -338,6 +340,8 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
       out->v_int64 = truth;
       return 0;
     }
+    case K_TENSOR:
+      return tvmffi_tensor_to_any(obj, out, temps, argpos);
     case K_UNSUPPORTED:
       return unsupported(obj, argpos);
     default:
@@ -363,6 +367,7 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
     return 0;
   }
   if (tp == &PyUnicode_Type) return tvmffi_str_to_any(obj, out, temps);
+  if (tp == tvmffi_numpy_ndarray_type) return tvmffi_ndarray_to_any(obj, out, temps, argpos);
   if (tp == &TVMFFIFunctionType) return object_to_any(obj, out);
   return convert_slow(obj, out, temps, argpos);
 }
@@ -446,6 +451,8 @@ PyObject* tvmffi_any_to_py_owned(TVMFFIAny* value) {
       return PyUnicode_DecodeUTF8(value->v_c_str, (Py_ssize_t)strlen(value->v_c_str), NULL);
     case kTVMFFIByteArrayPtr:
       return tvmffi_bytearray_to_bytes((const TVMFFIByteArray*)value->v_ptr);
+    case kTVMFFIDLTensorPtr:
+      return tvmffi_tensor_view_borrowed((const DLTensor*)value->v_ptr);
     case kTVMFFIObjectRValueRef: {
       /* A movable reference: treat as a borrowed object. */
       TVMFFIObjectHandle h = *(TVMFFIObjectHandle*)value->v_ptr;

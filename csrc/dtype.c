@@ -5,6 +5,9 @@
  */
 #include "core.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 static PyObject* g_dtype_hook; /* object -> dtype string, or raises */
 
 PyObject* tvmffi_set_dtype_hook(PyObject* self, PyObject* hook) {
@@ -19,12 +22,32 @@ PyObject* tvmffi_dtype_from_dl(DLDataType dtype) {
   return (PyObject*)self;
 }
 
+/* DLPack has complex types (kDLComplex) that the runtime's dtype strings do
+ * not cover: "complex64", "complex128", with optional "xLANES". */
+static int parse_complex(const char* s, DLDataType* out) {
+  if (strncmp(s, "complex", 7) != 0) return 0;
+  char* end;
+  long bits = strtol(s + 7, &end, 10), lanes = 1;
+  if (end == s + 7 || bits <= 0 || bits > 255) return 0;
+  if (*end == 'x') {
+    const char* p = end + 1;
+    lanes = strtol(p, &end, 10);
+    if (end == p || lanes <= 0 || lanes > 65535) return 0;
+  }
+  if (*end != 0) return 0;
+  out->code = kDLComplex;
+  out->bits = (uint8_t)bits;
+  out->lanes = (uint16_t)lanes;
+  return 1;
+}
+
 /* Parse with the runtime; a bad string is a ValueError naming it. */
 static int parse_dtype(PyObject* str, DLDataType* out) {
   Py_ssize_t len;
   const char* s = PyUnicode_AsUTF8AndSize(str, &len);
   if (s == NULL) return -1;
   TVMFFIByteArray ba = {s, (size_t)len};
+  if (parse_complex(s, out)) return 0;
   if (TVMFFIDataTypeFromString(&ba, out) == 0) return 0;
   TVMFFIObjectHandle err = NULL;
   TVMFFIErrorMoveFromRaised(&err);
@@ -66,6 +89,11 @@ static PyObject* dtype_new(PyTypeObject* cls, PyObject* args, PyObject* kwargs) 
 }
 
 static PyObject* dtype_str(PyObject* op) {
+  DLDataType d = ((TVMFFIPyDataType*)op)->dtype;
+  if (d.code == kDLComplex) {
+    if (d.lanes == 1) return PyUnicode_FromFormat("complex%d", (int)d.bits);
+    return PyUnicode_FromFormat("complex%dx%d", (int)d.bits, (int)d.lanes);
+  }
   TVMFFIAny out = {.type_index = kTVMFFINone};
   if (TVMFFIDataTypeToString(&((TVMFFIPyDataType*)op)->dtype, &out) != 0) {
     return tvmffi_raise_ffi_error();

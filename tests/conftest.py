@@ -61,6 +61,10 @@ class NativeHelper:
         lib.set_flag.restype = None
         lib.reset_flag.argtypes = []
         lib.reset_flag.restype = None
+        lib.wait_entered.argtypes = [ctypes.c_int]
+        lib.wait_entered.restype = ctypes.c_int
+        lib.send_signal_after.argtypes = [ctypes.c_int, ctypes.c_int]
+        lib.send_signal_after.restype = ctypes.c_int
         lib.register_wait_flag.argtypes = [ctypes.c_char_p]
         lib.register_wait_flag.restype = ctypes.c_int
         lib.runtime_version.argtypes = [ctypes.POINTER(ctypes.c_uint)] * 3
@@ -159,9 +163,12 @@ def map_get(m: tvmffi.Object, key: Any) -> Any:
     return tvmffi.get_global_func("ffi.MapGetItem")(m, key)
 
 
-def run_python(code: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_python(
+    code: str, timeout: float = 60, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter that imports this checkout's tvmffi."""
     env = dict(os.environ)
+    env.update(env_extra or {})
     src = os.path.join(os.path.dirname(HERE), "src")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
     return subprocess.run(

@@ -8,7 +8,9 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -135,9 +137,28 @@ int call_concurrently(void* fn, int nthreads, int iters, long long* sum) {
 
 /* ---- a C function that waits for a flag set by another thread ------------- */
 static atomic_int g_flag;
+static atomic_int g_entered;
 
 void set_flag(void) { atomic_store(&g_flag, 1); }
-void reset_flag(void) { atomic_store(&g_flag, 0); }
+void reset_flag(void) {
+  atomic_store(&g_flag, 0);
+  atomic_store(&g_entered, 0);
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Block (called through ctypes, so without the GIL) until wait_flag has been
+ * entered. Returns 1 when it was, 0 on timeout. */
+int wait_entered(int timeout_ms) {
+  for (int waited = 0; waited <= timeout_ms; ++waited) {
+    if (atomic_load(&g_entered)) return 1;
+    sleep_ms(1);
+  }
+  return 0;
+}
 
 /* wait_flag(timeout_ms) -> bool: whether the flag got set before the timeout. */
 static int wait_flag_call(void* self, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* result) {
@@ -148,13 +169,13 @@ static int wait_flag_call(void* self, const TVMFFIAny* args, int32_t nargs, TVMF
   }
   long long timeout_ms = args[0].v_int64;
   int seen = 0;
+  atomic_store(&g_entered, 1);
   for (long long waited = 0; waited <= timeout_ms; ++waited) {
     if (atomic_load(&g_flag)) {
       seen = 1;
       break;
     }
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
+    sleep_ms(1);
   }
   result->type_index = kTVMFFIBool;
   result->zero_padding = 0;
@@ -179,4 +200,34 @@ void runtime_version(unsigned* major, unsigned* minor, unsigned* patch) {
   *major = v.major;
   *minor = v.minor;
   *patch = v.patch;
+}
+
+/* ---- signals from a native thread ------------------------------------------ */
+typedef struct {
+  int sig;
+  int delay_ms;
+} SignalJob;
+
+static void* signal_thread(void* p) {
+  SignalJob job = *(SignalJob*)p;
+  free(p);
+  sleep_ms(job.delay_ms);
+  kill(getpid(), job.sig);
+  return NULL;
+}
+
+/* Send `sig` to this process from a detached native thread after delay_ms:
+ * unlike a Python timer thread it needs no GIL to do so. */
+int send_signal_after(int sig, int delay_ms) {
+  SignalJob* job = malloc(sizeof(SignalJob));
+  if (job == NULL) return -1;
+  job->sig = sig;
+  job->delay_ms = delay_ms;
+  pthread_t th;
+  if (pthread_create(&th, NULL, signal_thread, job) != 0) {
+    free(job);
+    return -1;
+  }
+  pthread_detach(th);
+  return 0;
 }

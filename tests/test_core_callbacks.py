@@ -94,7 +94,7 @@ def test_result_containers_and_functions():
     m = apply(lambda: {"a": [1]})
     assert m.type_key == "ffi.Map"
     assert array_items(map_get(m, "a")) == [1]
-    inner = apply(lambda: (lambda y: y * 2))
+    inner = apply(lambda: lambda y: y * 2)
     assert isinstance(inner, tvmffi.Function)
     assert inner(21) == 42
     ptr = apply(lambda: ctypes.c_void_p(99))
@@ -222,7 +222,7 @@ def test_callbacks_from_many_python_threads():
             barrier.wait()
             out = [apply(cb, tid, i) for i in range(ncalls)]
             results[tid] = out
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=worker, args=(t,)) for t in range(nthreads)]
@@ -252,7 +252,7 @@ def test_shared_function_from_many_python_threads():
         try:
             for _ in range(500):
                 assert apply(fn, 2) == 2
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=worker) for _ in range(8)]

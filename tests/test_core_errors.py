@@ -263,6 +263,7 @@ def test_exception_in_result_conversion():
 
 # ---- exceptions seen by native callers ---------------------------------------------
 
+
 @pytest.mark.parametrize("cls", BUILTIN_KINDS, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("spawn", [False, True], ids=["same-thread", "native-thread"])
 def test_callback_exception_becomes_ffi_error_of_same_kind(native, cls, spawn):
@@ -331,3 +332,20 @@ def test_tvmffi_error_crosses_with_its_kind(native):
     res = native.call_int(tvmffi.to_function(cb), 0, spawn=False)
     assert res["kind"] == "MyKind"
     assert res["message"] == "unknown kind survives"
+
+
+def test_exception_with_broken_str_still_crosses(native):
+    class BadStr(Exception):
+        def __str__(self):
+            raise RuntimeError("no str for you")
+
+    def cb(*args):
+        raise BadStr()
+
+    # Back into Python: the very exception type comes back.
+    with pytest.raises(BadStr):
+        apply(cb)
+    # A native caller still gets an error of the exception's kind.
+    res = native.call_int(tvmffi.to_function(cb), 0, spawn=False)
+    assert res["rc"] == -1
+    assert res["kind"] == "BadStr"

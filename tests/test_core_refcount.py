@@ -196,3 +196,16 @@ def test_conversion_failure_does_not_leak():
             echo(lst)
     gc.collect()
     assert sys.getrefcount(item) == before
+
+
+def test_failed_many_argument_call_does_not_leak():
+    # More than eight arguments take the heap packing path; the failure comes
+    # after a dozen converted (and partly heap-allocated) arguments.
+    item = "a heap allocated string argument for the failing call"
+    gc.collect()
+    before = sys.getrefcount(item)
+    for _ in range(2000):
+        with pytest.raises(TypeError):
+            nop(*([item] * 12), [item], object())
+    gc.collect()
+    assert sys.getrefcount(item) == before

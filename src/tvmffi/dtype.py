@@ -13,27 +13,36 @@ __all__ = ["DataType"]
 _PY_SCALARS: dict[type, str] = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
 
 
+# torch dtypes whose names differ from the runtime's dtype strings.
+_TORCH_RENAMES: dict[str, str] = {"float4_e2m1fn_x2": "float4_e2m1fnx2"}
+# torch dtypes with no DLPack equivalent (quantized, opaque bit containers).
+_TORCH_UNSUPPORTED_PREFIXES = ("qint", "quint", "bits")
+
+
 def _from_torch(value: Any) -> str | None:
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(value, torch.dtype):
         return None
     name = str(value).removeprefix("torch.")
-    if value.is_complex and name == "complex32":
-        return "complex32"
-    return name
+    if name.startswith(_TORCH_UNSUPPORTED_PREFIXES):
+        raise TypeError(f"{value} has no DLPack data type")
+    return _TORCH_RENAMES.get(name, name)
 
 
 def _from_numpy(value: Any) -> str | None:
     np = sys.modules.get("numpy")
     if np is None:
         return None
-    try:
+    # Only dtypes and scalar types: np.dtype() also accepts None, dicts, lists.
+    if isinstance(value, np.dtype):
+        dt = value
+    elif isinstance(value, type) and issubclass(value, np.generic):
         dt = np.dtype(value)
-    except TypeError:
+    else:
         return None
     if dt.kind == "b":
         return "bool"
-    if dt.kind in "iufc":
+    if dt.kind in "iu" or (dt.kind == "f" and dt.itemsize <= 8) or dt.kind == "c":
         return str(dt.name)
     # ml_dtypes registers extension types (bfloat16, float8_*) under their names.
     if dt.name in _ML_DTYPE_NAMES:

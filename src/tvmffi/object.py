@@ -368,6 +368,11 @@ def register_object(type_key: str) -> Callable[[_T], _T]:
 def _getattr_hook(obj: Object, name: str) -> Any:
     desc = _attrs_of(obj.type_index).get(name)
     if desc is None:
+        # A registered class may resolve other names itself (Module: its functions).
+        # Unlike a Python __getattr__ this keeps hits on the C getattro fast path.
+        fallback = getattr(type(obj), "__tvm_ffi_getattr__", None)
+        if fallback is not None:
+            return fallback(obj, name)
         raise AttributeError(f"{obj.type_key} object has no attribute {name!r}")
     return desc.__get__(obj, type(obj))
 

@@ -1,0 +1,1242 @@
+/*
+ * Tensors and DLPack.
+ *
+ *   tvmffi.Tensor      the runtime's reference-counted tensor (type index
+ *                      kTVMFFITensor), an Object subclass; DLPack producer.
+ *   tvmffi.TensorView  a borrowed DLTensor (passed as kTVMFFIDLTensorPtr) that
+ *                      keeps whatever its source handed out alive.
+ *
+ * Python objects become tensors by the cheapest route that is still safe:
+ *   - numpy.ndarray: shape/strides/data from the buffer protocol, the dtype
+ *     from the array's descr (cached per descr), and ONE allocation holding a
+ *     DLManagedTensorVersioned plus shape and strides, whose deleter drops the
+ *     reference it holds on the array;
+ *   - types with a DLPack C exchange API (__dlpack_c_exchange_api__, e.g.
+ *     torch.Tensor): torch's non-owning DLTensor export copied into the same
+ *     kind of block, other producers' managed tensor export;
+ *   - anything else with __dlpack__: the Python protocol, versioned capsule
+ *     when the producer supports it, legacy otherwise; capsules are renamed
+ *     "used_..." once consumed.
+ * The resulting managed tensor is wrapped by TVMFFITensorFromDLPackVersioned,
+ * so the callee gets a Tensor object that owns a reference to its source.
+ *
+ * Negative strides: DLPack expresses them (strides are signed), so they pass
+ * unchanged; consumers that cannot represent them (torch) reject them.
+ */
+#include "core.h"
+
+#include <string.h>
+
+PyTypeObject* tvmffi_numpy_ndarray_type;
+static PyTypeObject* g_torch_tensor_type;
+static PyObject* g_str_dtype;
+static PyObject* g_str_isnative;
+static PyObject* g_str_dlpack;
+static PyObject* g_str_dlpack_device;
+static PyObject* g_max_version_kwargs; /* {"max_version": (1, 0)} */
+
+static const char* const kCapsule = "dltensor";
+static const char* const kCapsuleUsed = "used_dltensor";
+static const char* const kCapsuleVersioned = "dltensor_versioned";
+static const char* const kCapsuleVersionedUsed = "used_dltensor_versioned";
+
+/* ---- small helpers ------------------------------------------------------------ */
+/* Copy shape and strides (compact when NULL) into storage[0, 2*ndim). */
+static void copy_shape_strides(const DLTensor* src, int64_t* storage) {
+  int n = src->ndim;
+  memcpy(storage, src->shape, sizeof(int64_t) * (size_t)n);
+  if (src->strides != NULL) {
+    memcpy(storage + n, src->strides, sizeof(int64_t) * (size_t)n);
+  } else {
+    int64_t s = 1;
+    for (int i = n - 1; i >= 0; --i) {
+      storage[n + i] = s;
+      s *= src->shape[i];
+    }
+  }
+}
+
+static PyObject* fetch_exception(void) {
+#if PY_VERSION_HEX >= 0x030C0000
+  return PyErr_GetRaisedException();
+#else
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (value != NULL && tb != NULL) PyException_SetTraceback(value, tb);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  return value;
+#endif
+}
+
+/* Replace the pending exception by one that names the argument: TypeError
+ * stays TypeError, other Exceptions become ValueError; the original is kept as
+ * __cause__. MemoryError and non-Exception exceptions pass through. */
+static int wrap_error(Py_ssize_t argpos, PyObject* obj, const char* what) {
+  if (!PyErr_ExceptionMatches(PyExc_Exception) || PyErr_ExceptionMatches(PyExc_MemoryError)) {
+    return -1;
+  }
+  PyObject* exc = fetch_exception();
+  if (exc == NULL) return -1;
+  PyObject* cls = PyObject_TypeCheck(exc, (PyTypeObject*)PyExc_TypeError) ? PyExc_TypeError
+                                                                            : PyExc_ValueError;
+  PyObject* msg;
+  if (argpos >= 0) {
+    msg = PyUnicode_FromFormat("argument %zd: %s of '%.200s' failed: %.200s: %S", argpos, what,
+                               Py_TYPE(obj)->tp_name, Py_TYPE(exc)->tp_name, exc);
+  } else {
+    msg = PyUnicode_FromFormat("%s of '%.200s' failed: %.200s: %S", what, Py_TYPE(obj)->tp_name,
+                               Py_TYPE(exc)->tp_name, exc);
+  }
+  PyObject* new_exc = msg ? PyObject_CallOneArg(cls, msg) : NULL;
+  Py_XDECREF(msg);
+  if (new_exc == NULL) {
+    Py_DECREF(exc);
+    return -1;
+  }
+  PyException_SetCause(new_exc, exc); /* steals exc */
+  PyErr_SetObject(cls, new_exc);
+  Py_DECREF(new_exc);
+  return -1;
+}
+
+/* Raise `cls` with a message prefixed by the argument position. */
+static int arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...) {
+  va_list va;
+  va_start(va, fmt);
+  PyObject* msg = PyUnicode_FromFormatV(fmt, va);
+  va_end(va);
+  if (msg == NULL) return -1;
+  if (argpos >= 0) {
+    PyErr_Format(cls, "argument %zd: %U", argpos, msg);
+  } else {
+    PyErr_SetObject(cls, msg);
+  }
+  Py_DECREF(msg);
+  return -1;
+}
+
+/* ---- known array types (resolved once their module is imported) --------------- */
+static PyTypeObject* module_type(const char* module, const char* name) {
+  PyObject* mod = PyDict_GetItemString(PyImport_GetModuleDict(), module); /* borrowed */
+  if (mod == NULL) return NULL;
+  PyObject* tp = PyObject_GetAttrString(mod, name);
+  if (tp == NULL || !PyType_Check(tp)) {
+    PyErr_Clear();
+    Py_XDECREF(tp);
+    return NULL;
+  }
+  return (PyTypeObject*)tp; /* kept for the life of the process */
+}
+
+static void refresh_known_types(void) {
+  if (tvmffi_numpy_ndarray_type == NULL) tvmffi_numpy_ndarray_type = module_type("numpy", "ndarray");
+  if (g_torch_tensor_type == NULL) g_torch_tensor_type = module_type("torch", "Tensor");
+}
+
+static int is_ndarray_type(PyTypeObject* tp) {
+  if (tvmffi_numpy_ndarray_type == NULL) refresh_known_types();
+  return tvmffi_numpy_ndarray_type != NULL && PyType_IsSubtype(tp, tvmffi_numpy_ndarray_type);
+}
+
+static int is_torch_type(PyTypeObject* tp) {
+  if (g_torch_tensor_type == NULL) refresh_known_types();
+  return g_torch_tensor_type != NULL && PyType_IsSubtype(tp, g_torch_tensor_type);
+}
+
+int tvmffi_is_tensor_type(PyTypeObject* tp) {
+  refresh_known_types();
+  if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) return 1;
+  PyObject* attr = PyObject_GetAttr((PyObject*)tp, g_str_dlpack);
+  if (attr == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  Py_DECREF(attr);
+  return 1;
+}
+
+/* ---- one-allocation managed tensors ----------------------------------------- */
+/* A DLManagedTensorVersioned, the Python object that keeps the data alive,
+ * and the shape and strides, in one block. */
+typedef struct {
+  DLManagedTensorVersioned managed;
+  PyObject* owner;
+  int64_t storage[];
+} ManagedBlock;
+
+static void block_deleter(DLManagedTensorVersioned* self) {
+  ManagedBlock* b = (ManagedBlock*)self;
+  /* Runs wherever the last reference goes away, maybe without the GIL. After
+   * interpreter exit the owner is leaked on purpose. */
+  if (b->owner != NULL && !TVMFFI_PY_UNUSABLE()) {
+    if (PyGILState_Check()) {
+      Py_DECREF(b->owner); /* the common case: released right after a call */
+    } else {
+      PyGILState_STATE gil = PyGILState_Ensure();
+      Py_DECREF(b->owner);
+      PyGILState_Release(gil);
+    }
+  }
+  PyMem_RawFree(b);
+}
+
+static ManagedBlock* block_new(int ndim, PyObject* owner) {
+  ManagedBlock* b = PyMem_RawMalloc(sizeof(ManagedBlock) + sizeof(int64_t) * 2 * (size_t)ndim);
+  if (b == NULL) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  b->managed.version.major = DLPACK_MAJOR_VERSION;
+  b->managed.version.minor = DLPACK_MINOR_VERSION;
+  b->managed.manager_ctx = b;
+  b->managed.deleter = block_deleter;
+  b->managed.flags = 0;
+  b->managed.dl_tensor.ndim = ndim;
+  b->managed.dl_tensor.shape = b->storage;
+  b->managed.dl_tensor.strides = b->storage + ndim;
+  b->managed.dl_tensor.byte_offset = 0;
+  Py_XINCREF(owner);
+  b->owner = owner;
+  return b;
+}
+
+/* A block describing `src` (shape/strides copied) that keeps `owner` alive. */
+static ManagedBlock* block_from_dl(const DLTensor* src, PyObject* owner) {
+  ManagedBlock* b = block_new(src->ndim, owner);
+  if (b == NULL) return NULL;
+  b->managed.dl_tensor.data = src->data;
+  b->managed.dl_tensor.device = src->device;
+  b->managed.dl_tensor.dtype = src->dtype;
+  b->managed.dl_tensor.byte_offset = src->byte_offset;
+  copy_shape_strides(src, b->storage);
+  return b;
+}
+
+/* Wrap a managed tensor as a runtime Tensor; on failure the managed tensor is
+ * released (we own it) and a Python exception is set. */
+static int wrap_managed(DLManagedTensorVersioned* mt, int align, int contiguous,
+                        TVMFFIObjectHandle* out) {
+  if (TVMFFITensorFromDLPackVersioned(mt, align, contiguous, out) == 0) return 0;
+  if (mt->deleter != NULL) mt->deleter(mt);
+  tvmffi_raise_ffi_error();
+  return -1;
+}
+
+/* ---- NumPy --------------------------------------------------------------------- */
+/* An ndarray is read either through the buffer protocol or, when the check
+ * below confirms it, directly from the leading fields of NumPy's array
+ * struct. Those fields (PyArrayObject_fields: data, nd, dimensions, strides,
+ * base, descr, flags) are what NumPy's own PyArray_DATA/NDIM/DIMS/STRIDES/
+ * DESCR/FLAGS accessors read in every compiled extension, unchanged from
+ * NumPy 1.x to 2.x. Reading them costs nothing, where a buffer export costs
+ * an allocation and a dtype attribute lookup; this is the hot path of every
+ * call with NumPy arguments. */
+typedef struct {
+  PyObject_HEAD
+  char* data;
+  int nd;
+  Py_ssize_t* dimensions;
+  Py_ssize_t* strides;
+  PyObject* base;
+  PyObject* descr;
+  int flags;
+} NumpyArrayFields;
+#define NUMPY_WRITEABLE 0x0400 /* NPY_ARRAY_WRITEABLE */
+
+static int g_numpy_fields_ok = -1; /* -1: not checked yet, 0: use buffers, 1: fields */
+
+/* Everything needed from an ndarray. */
+typedef struct {
+  void* data;
+  int ndim;
+  const Py_ssize_t* shape;
+  const Py_ssize_t* strides; /* bytes */
+  Py_ssize_t itemsize;
+  int readonly;
+  DLDataType dtype;
+  int has_view;
+  Py_buffer view;
+} NumpyDesc;
+
+/* numpy dtype (descr) -> DLDataType, cached per descr object (the builtin
+ * descrs are singletons). Entries own a reference to their descr. */
+#define DESCR_CACHE_SIZE 32
+static struct {
+  PyObject* descr;
+  DLDataType dtype;
+  Py_ssize_t itemsize;
+} g_descr_cache[DESCR_CACHE_SIZE];
+
+static int descr_lookup(PyObject* arr, PyObject* descr, Py_ssize_t argpos, DLDataType* dtype,
+                        Py_ssize_t* itemsize) {
+  size_t slot = ((uintptr_t)descr >> 4) % DESCR_CACHE_SIZE;
+  if (g_descr_cache[slot].descr == descr) {
+    *dtype = g_descr_cache[slot].dtype;
+    *itemsize = g_descr_cache[slot].itemsize;
+    return 0;
+  }
+  /* DataType(descr) maps NumPy and ml_dtypes dtypes through the dtype hook. */
+  PyObject* dt = PyObject_CallOneArg((PyObject*)&TVMFFIDataTypeType, descr);
+  if (dt == NULL) return wrap_error(argpos, arr, "DataType(array.dtype)");
+  DLDataType d = ((TVMFFIPyDataType*)dt)->dtype;
+  Py_DECREF(dt);
+  PyObject* native = PyObject_GetAttr(descr, g_str_isnative);
+  int is_native = native == NULL ? -1 : PyObject_IsTrue(native);
+  Py_XDECREF(native);
+  if (is_native == 0) {
+    return arg_error(PyExc_ValueError, argpos,
+                     "NumPy array of dtype %R has non-native byte order, which DLPack cannot "
+                     "express; convert it first, e.g. arr.astype(arr.dtype.newbyteorder('='))",
+                     descr);
+  }
+  PyObject* size_obj = is_native < 0 ? NULL : PyObject_GetAttrString(descr, "itemsize");
+  Py_ssize_t size = size_obj == NULL ? -1 : PyLong_AsSsize_t(size_obj);
+  Py_XDECREF(size_obj);
+  if (size < 0) return -1;
+  if ((int64_t)d.bits * d.lanes != (int64_t)size * 8) {
+    return arg_error(PyExc_ValueError, argpos,
+                     "NumPy dtype %R stores %zd byte(s) per element but DLPack dtype %d:%d:%d "
+                     "has %d bits (sub-byte dtypes padded to a byte are not supported)",
+                     descr, size, d.code, d.bits, d.lanes, d.bits * d.lanes);
+  }
+  Py_XSETREF(g_descr_cache[slot].descr, Py_NewRef(descr));
+  g_descr_cache[slot].dtype = d;
+  g_descr_cache[slot].itemsize = size;
+  *dtype = d;
+  *itemsize = size;
+  return 0;
+}
+
+/* Check the struct layout against the buffer protocol on a probe array with
+ * non-trivial strides: numpy.empty((3, 4), "int16")[:, 1::2]. */
+static int numpy_fields_match(void) {
+  PyObject* np = PyDict_GetItemString(PyImport_GetModuleDict(), "numpy");
+  if (np == NULL) return 0;
+  PyObject* base = PyObject_CallMethod(np, "empty", "((ii)s)", 3, 4, "int16");
+  PyObject* all = PySlice_New(NULL, NULL, NULL);
+  PyObject* one = PyLong_FromLong(1);
+  PyObject* two = PyLong_FromLong(2);
+  PyObject* odd = one && two ? PySlice_New(one, NULL, two) : NULL;
+  PyObject* key = all && odd ? PyTuple_Pack(2, all, odd) : NULL;
+  PyObject* probe = base && key ? PyObject_GetItem(base, key) : NULL;
+  PyObject* dtype = probe ? PyObject_GetAttr(probe, g_str_dtype) : NULL;
+  int ok = 0;
+  Py_buffer view;
+  if (dtype != NULL && Py_TYPE(probe) == tvmffi_numpy_ndarray_type &&
+      PyObject_GetBuffer(probe, &view, PyBUF_STRIDES) == 0) {
+    const NumpyArrayFields* f = (const NumpyArrayFields*)probe;
+    ok = f->data == view.buf && f->nd == 2 && view.ndim == 2 && f->descr == dtype &&
+         f->dimensions[0] == 3 && f->dimensions[1] == 2 && view.shape[0] == 3 &&
+         view.shape[1] == 2 && f->strides[0] == view.strides[0] &&
+         f->strides[1] == view.strides[1] && f->strides[1] == 4 &&
+         (f->flags & NUMPY_WRITEABLE) != 0 && !view.readonly;
+    PyBuffer_Release(&view);
+  }
+  PyErr_Clear();
+  Py_XDECREF(base);
+  Py_XDECREF(all);
+  Py_XDECREF(one);
+  Py_XDECREF(two);
+  Py_XDECREF(odd);
+  Py_XDECREF(key);
+  Py_XDECREF(probe);
+  Py_XDECREF(dtype);
+  return ok;
+}
+
+static int numpy_describe(PyObject* arr, Py_ssize_t argpos, NumpyDesc* d) {
+  if (g_numpy_fields_ok < 0) g_numpy_fields_ok = numpy_fields_match();
+  Py_ssize_t itemsize;
+  if (g_numpy_fields_ok) {
+    const NumpyArrayFields* f = (const NumpyArrayFields*)arr;
+    if (descr_lookup(arr, f->descr, argpos, &d->dtype, &itemsize) != 0) return -1;
+    d->data = f->data;
+    d->ndim = f->nd;
+    d->shape = f->dimensions;
+    d->strides = f->strides;
+    d->itemsize = itemsize;
+    d->readonly = (f->flags & NUMPY_WRITEABLE) == 0;
+    d->has_view = 0;
+    return 0;
+  }
+  /* No PyBUF_FORMAT: NumPy then skips building a format string, and dtypes
+   * the buffer protocol cannot name (ml_dtypes' bfloat16, float8) work. */
+  if (PyObject_GetBuffer(arr, &d->view, PyBUF_STRIDES) != 0) {
+    return wrap_error(argpos, arr, "the buffer protocol");
+  }
+  PyObject* descr = PyObject_GetAttr(arr, g_str_dtype);
+  int rc = descr == NULL ? -1 : descr_lookup(arr, descr, argpos, &d->dtype, &itemsize);
+  Py_XDECREF(descr);
+  if (rc != 0 || itemsize != d->view.itemsize) {
+    if (rc == 0) PyErr_SetString(PyExc_RuntimeError, "inconsistent NumPy itemsize");
+    PyBuffer_Release(&d->view);
+    return -1;
+  }
+  d->data = d->view.buf;
+  d->ndim = d->view.ndim;
+  d->shape = d->view.shape;
+  d->strides = d->view.strides;
+  d->itemsize = itemsize;
+  d->readonly = d->view.readonly;
+  d->has_view = 1;
+  return 0;
+}
+
+static void numpy_release(NumpyDesc* d) {
+  if (d->has_view) PyBuffer_Release(&d->view);
+}
+
+/* Fill a DLTensor whose shape/strides live in storage[0, 2*ndim). */
+static int numpy_fill(PyObject* arr, const NumpyDesc* d, DLTensor* dl, int64_t* storage,
+                      Py_ssize_t argpos) {
+  int n = d->ndim;
+  Py_ssize_t itemsize = d->itemsize;
+  dl->data = d->data;
+  dl->device.device_type = kDLCPU;
+  dl->device.device_id = 0;
+  dl->ndim = n;
+  dl->dtype = d->dtype;
+  dl->shape = storage;
+  dl->strides = storage + n;
+  dl->byte_offset = 0;
+  for (int i = 0; i < n; ++i) {
+    Py_ssize_t extent = d->shape[i], bs = d->strides[i];
+    storage[i] = extent;
+    if (bs % itemsize == 0) {
+      storage[n + i] = bs / itemsize;
+    } else if (extent <= 1) {
+      storage[n + i] = 0; /* never stepped over: any value describes it */
+    } else {
+      PyObject* strides = PyObject_GetAttrString(arr, "strides");
+      arg_error(PyExc_ValueError, argpos,
+                "NumPy array strides %R (bytes) are not multiples of its itemsize %zd; DLPack "
+                "counts strides in elements and cannot express them (copy the array first)",
+                strides ? strides : Py_None, itemsize);
+      Py_XDECREF(strides);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* ndarray -> managed block that holds a reference to the array. */
+static int numpy_managed(PyObject* arr, Py_ssize_t argpos, DLManagedTensorVersioned** out) {
+  NumpyDesc d;
+  if (numpy_describe(arr, argpos, &d) != 0) return -1;
+  ManagedBlock* b = block_new(d.ndim, arr);
+  int rc = b == NULL ? -1 : numpy_fill(arr, &d, &b->managed.dl_tensor, b->storage, argpos);
+  if (rc == 0 && d.readonly) b->managed.flags |= DLPACK_FLAG_BITMASK_READ_ONLY;
+  numpy_release(&d);
+  if (rc != 0) {
+    if (b != NULL) block_deleter(&b->managed);
+    return -1;
+  }
+  *out = &b->managed;
+  return 0;
+}
+
+/* ---- DLPack C exchange API (__dlpack_c_exchange_api__ on the type) ---------- */
+#define API_CACHE_SIZE 16
+static struct {
+  PyTypeObject* type;
+  const DLPackExchangeAPI* api; /* NULL: the type has none (usable) */
+  int is_torch;
+} g_api_cache[API_CACHE_SIZE];
+
+static const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp) {
+  PyObject* attr = PyObject_GetAttrString((PyObject*)tp, "__dlpack_c_exchange_api__");
+  if (attr == NULL) {
+    PyErr_Clear();
+    return NULL;
+  }
+  const DLPackExchangeAPI* api = NULL;
+  if (PyCapsule_IsValid(attr, "dlpack_exchange_api")) {
+    api = PyCapsule_GetPointer(attr, "dlpack_exchange_api");
+  } else if (PyLong_Check(attr)) {
+    api = PyLong_AsVoidPtr(attr);
+  }
+  PyErr_Clear();
+  Py_DECREF(attr);
+  if (api == NULL || api->header.version.major != DLPACK_MAJOR_VERSION ||
+      api->managed_tensor_from_py_object_no_sync == NULL) {
+    return NULL;
+  }
+  return api;
+}
+
+static const DLPackExchangeAPI* exchange_api_of(PyTypeObject* tp, int* is_torch) {
+  size_t slot = ((uintptr_t)tp >> 4) % API_CACHE_SIZE;
+  if (g_api_cache[slot].type != tp) {
+    const DLPackExchangeAPI* api = lookup_exchange_api(tp);
+    Py_INCREF(tp);
+    Py_XSETREF(g_api_cache[slot].type, tp);
+    g_api_cache[slot].api = api;
+    g_api_cache[slot].is_torch = is_torch_type(tp);
+  }
+  *is_torch = g_api_cache[slot].is_torch;
+  return g_api_cache[slot].api;
+}
+
+/* Managed tensor from an exchange API. For torch, the non-owning DLTensor
+ * export plus a block that keeps the Python tensor alive (torch tensors own
+ * their storage, so holding the tensor holds the data). */
+static int exchange_managed(PyObject* obj, const DLPackExchangeAPI* api, int is_torch,
+                            Py_ssize_t argpos, DLManagedTensorVersioned** out) {
+  if (is_torch && api->dltensor_from_py_object_no_sync != NULL) {
+    DLTensor dl;
+    if (api->dltensor_from_py_object_no_sync(obj, &dl) != 0) {
+      return wrap_error(argpos, obj, "DLPack export");
+    }
+    ManagedBlock* b = block_from_dl(&dl, obj);
+    if (b == NULL) return -1;
+    *out = &b->managed;
+    return 0;
+  }
+  if (api->managed_tensor_from_py_object_no_sync(obj, out) != 0) {
+    return wrap_error(argpos, obj, "DLPack export");
+  }
+  return 0;
+}
+
+/* ---- the Python DLPack protocol --------------------------------------------- */
+/* obj.__dlpack_device__() as a validated device, or 0 when obj has none. */
+static int protocol_device(PyObject* obj, Py_ssize_t argpos, DLDevice* dev) {
+  PyObject* res = PyObject_CallMethodNoArgs(obj, g_str_dlpack_device);
+  if (res == NULL) {
+    if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+      PyErr_Clear();
+      return 0;
+    }
+    return wrap_error(argpos, obj, "__dlpack_device__()");
+  }
+  int rc = -1;
+  if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2 ||
+      !PyLong_Check(PyTuple_GET_ITEM(res, 0)) || !PyLong_Check(PyTuple_GET_ITEM(res, 1))) {
+    arg_error(PyExc_TypeError, argpos,
+              "'%.200s'.__dlpack_device__() returned %R; expected a (device_type, device_id) "
+              "tuple of two ints",
+              Py_TYPE(obj)->tp_name, res);
+  } else {
+    long type = PyLong_AsLong(PyTuple_GET_ITEM(res, 0));
+    long id = PyLong_AsLong(PyTuple_GET_ITEM(res, 1));
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      type = -1;
+    }
+    if (type < 1 || type > 64 || id < 0 || id > INT32_MAX) {
+      arg_error(PyExc_ValueError, argpos,
+                "'%.200s'.__dlpack_device__() returned %R, which is not a valid DLPack device",
+                Py_TYPE(obj)->tp_name, res);
+    } else {
+      dev->device_type = (DLDeviceType)type;
+      dev->device_id = (int32_t)id;
+      rc = 1;
+    }
+  }
+  Py_DECREF(res);
+  return rc;
+}
+
+/* A fresh capsule from obj.__dlpack__(): versioned when the producer accepts
+ * max_version, legacy otherwise. Sets *versioned. New reference. */
+static PyObject* protocol_capsule(PyObject* obj, Py_ssize_t argpos, int* versioned) {
+  PyObject* cap;
+  if (PyCapsule_CheckExact(obj)) {
+    cap = Py_NewRef(obj); /* from_dlpack(capsule) */
+  } else {
+    PyObject* method = PyObject_GetAttr(obj, g_str_dlpack);
+    if (method == NULL) return wrap_error(argpos, obj, "__dlpack__"), NULL;
+    PyObject* empty = PyTuple_New(0);
+    cap = empty ? PyObject_Call(method, empty, g_max_version_kwargs) : NULL;
+    if (cap == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+      /* A producer older than DLPack 1.0 does not take max_version. */
+      PyErr_Clear();
+      cap = PyObject_CallNoArgs(method);
+    }
+    Py_XDECREF(empty);
+    Py_DECREF(method);
+    if (cap == NULL) return wrap_error(argpos, obj, "__dlpack__()"), NULL;
+  }
+  if (PyCapsule_IsValid(cap, kCapsuleVersioned)) {
+    *versioned = 1;
+    DLManagedTensorVersioned* mt = PyCapsule_GetPointer(cap, kCapsuleVersioned);
+    if (mt->version.major != DLPACK_MAJOR_VERSION) {
+      arg_error(PyExc_ValueError, argpos, "'%.200s' produced DLPack version %u.%u; %d.x is needed",
+                Py_TYPE(obj)->tp_name, mt->version.major, mt->version.minor,
+                DLPACK_MAJOR_VERSION);
+      Py_DECREF(cap); /* unconsumed: its destructor releases the tensor */
+      return NULL;
+    }
+    return cap;
+  }
+  if (PyCapsule_IsValid(cap, kCapsule)) {
+    *versioned = 0;
+    return cap;
+  }
+  if (PyCapsule_CheckExact(cap)) {
+    const char* name = PyCapsule_GetName(cap);
+    PyErr_Clear();
+    arg_error(PyExc_ValueError, argpos,
+              "'%.200s' gave a PyCapsule named '%s'; expected an unconsumed 'dltensor' or "
+              "'dltensor_versioned' capsule",
+              Py_TYPE(obj)->tp_name, name ? name : "(null)");
+  } else {
+    arg_error(PyExc_TypeError, argpos,
+              "'%.200s'.__dlpack__() returned '%.200s'; expected a DLPack PyCapsule",
+              Py_TYPE(obj)->tp_name, Py_TYPE(cap)->tp_name);
+  }
+  Py_DECREF(cap);
+  return NULL;
+}
+
+/* The tensor described by a DLPack capsule (still owned by the capsule). */
+static DLTensor* capsule_dl(PyObject* cap, int versioned) {
+  if (versioned) {
+    return &((DLManagedTensorVersioned*)PyCapsule_GetPointer(cap, kCapsuleVersioned))->dl_tensor;
+  }
+  return &((DLManagedTensor*)PyCapsule_GetPointer(cap, kCapsule))->dl_tensor;
+}
+
+/* Mark a capsule consumed, per the DLPack protocol. */
+static void capsule_consume(PyObject* cap, int versioned) {
+  PyCapsule_SetName(cap, versioned ? kCapsuleVersionedUsed : kCapsuleUsed);
+}
+
+/* Capsule for obj, checked against obj.__dlpack_device__(). */
+static PyObject* protocol_checked_capsule(PyObject* obj, Py_ssize_t argpos, int* versioned) {
+  DLDevice dev = {kDLCPU, 0};
+  int has_dev = PyCapsule_CheckExact(obj) ? 0 : protocol_device(obj, argpos, &dev);
+  if (has_dev < 0) return NULL;
+  PyObject* cap = protocol_capsule(obj, argpos, versioned);
+  if (cap == NULL) return NULL;
+  DLTensor* dl = capsule_dl(cap, *versioned);
+  if (has_dev && (dl->device.device_type != dev.device_type ||
+                  dl->device.device_id != dev.device_id)) {
+    arg_error(PyExc_ValueError, argpos,
+              "'%.200s'.__dlpack_device__() reports (%d, %d) but its DLPack tensor is on "
+              "(%d, %d)",
+              Py_TYPE(obj)->tp_name, (int)dev.device_type, (int)dev.device_id,
+              (int)dl->device.device_type, (int)dl->device.device_id);
+    Py_DECREF(cap);
+    return NULL;
+  }
+  return cap;
+}
+
+static int protocol_to_handle(PyObject* obj, Py_ssize_t argpos, int align, int contiguous,
+                              TVMFFIObjectHandle* out) {
+  int versioned;
+  PyObject* cap = protocol_checked_capsule(obj, argpos, &versioned);
+  if (cap == NULL) return -1;
+  int rc = versioned ? TVMFFITensorFromDLPackVersioned(
+                           PyCapsule_GetPointer(cap, kCapsuleVersioned), align, contiguous, out)
+                     : TVMFFITensorFromDLPack(PyCapsule_GetPointer(cap, kCapsule), align,
+                                              contiguous, out);
+  if (rc == 0) capsule_consume(cap, versioned); /* else the capsule still owns it */
+  Py_DECREF(cap);
+  if (rc != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- Python object -> Tensor handle ------------------------------------------ */
+typedef struct TVMFFIPyTensorView TVMFFIPyTensorView;
+static DLTensor* view_dl(PyObject* view);
+
+static int is_tensor_object(PyObject* obj) {
+  return tvmffi_is_object(obj) && ((TVMFFIPyObject*)obj)->handle != NULL &&
+         tvmffi_type_index_of(((TVMFFIPyObject*)obj)->handle) == kTVMFFITensor;
+}
+
+/* Owned Tensor handle for any tensor-like Python object. With `temps`, a
+ * framework's current stream for the tensor's device is adopted for the call. */
+static int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int contiguous,
+                                 TempList* temps, TVMFFIObjectHandle* out) {
+  PyTypeObject* tp = Py_TYPE(obj);
+  DLManagedTensorVersioned* mt;
+  if (tp == tvmffi_numpy_ndarray_type || is_ndarray_type(tp)) {
+    if (numpy_managed(obj, argpos, &mt) != 0) return -1;
+    return wrap_managed(mt, align, contiguous, out);
+  }
+  if (is_tensor_object(obj) && align == 0 && !contiguous) {
+    *out = ((TVMFFIPyObject*)obj)->handle;
+    TVMFFIObjectIncRef(*out);
+    return 0;
+  }
+  if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) {
+    ManagedBlock* b = block_from_dl(view_dl(obj), obj);
+    if (b == NULL) return -1;
+    return wrap_managed(&b->managed, align, contiguous, out);
+  }
+  int is_torch;
+  const DLPackExchangeAPI* api = exchange_api_of(tp, &is_torch);
+  if (api != NULL) {
+    if (exchange_managed(obj, api, is_torch, argpos, &mt) != 0) return -1;
+    DLDevice dev = mt->dl_tensor.device;
+    if (wrap_managed(mt, align, contiguous, out) != 0) return -1;
+    if (temps != NULL && dev.device_type != kDLCPU && api->current_work_stream != NULL) {
+      void* stream = NULL;
+      if (api->current_work_stream(dev.device_type, dev.device_id, &stream) != 0 ||
+          tvmffi_stream_adopt(dev.device_type, dev.device_id, stream, temps) != 0) {
+        TVMFFIObjectDecRef(*out);
+        return wrap_error(argpos, obj, "current_work_stream()");
+      }
+    }
+    return 0;
+  }
+  return protocol_to_handle(obj, argpos, align, contiguous, out);
+}
+
+static void set_tensor_any(TVMFFIAny* out, TVMFFIObjectHandle h) {
+  out->type_index = kTVMFFITensor;
+  out->zero_padding = 0;
+  out->v_obj = (TVMFFIObject*)h;
+}
+
+static int push_tensor(TVMFFIObjectHandle h, TVMFFIAny* out, TempList* temps) {
+  if (temps_push(temps, h) != 0) {
+    TVMFFIObjectDecRef(h);
+    return -1;
+  }
+  set_tensor_any(out, h);
+  return 0;
+}
+
+int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  DLManagedTensorVersioned* mt;
+  TVMFFIObjectHandle h;
+  if (numpy_managed(arr, argpos, &mt) != 0 || wrap_managed(mt, 0, 0, &h) != 0) return -1;
+  return push_tensor(h, out, temps);
+}
+
+int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  if (Py_TYPE(obj) == &TVMFFITensorViewType) {
+    out->type_index = kTVMFFIDLTensorPtr;
+    out->zero_padding = 0;
+    out->v_ptr = view_dl(obj);
+    return 0;
+  }
+  TVMFFIObjectHandle h;
+  if (tensor_handle_from_py(obj, argpos, 0, 0, temps, &h) != 0) return -1;
+  return push_tensor(h, out, temps);
+}
+
+/* ---- shared DLTensor accessors -------------------------------------------------- */
+static PyObject* dl_shape(const DLTensor* dl) {
+  PyObject* t = PyTuple_New(dl->ndim);
+  if (t == NULL) return NULL;
+  for (int i = 0; i < dl->ndim; ++i) {
+    PyObject* v = PyLong_FromLongLong(dl->shape[i]);
+    if (v == NULL) return Py_DECREF(t), NULL;
+    PyTuple_SET_ITEM(t, i, v);
+  }
+  return t;
+}
+
+static PyObject* dl_strides(const DLTensor* dl) {
+  PyObject* t = PyTuple_New(dl->ndim);
+  if (t == NULL) return NULL;
+  int64_t compact = 1;
+  for (int i = dl->ndim - 1; i >= 0; --i) {
+    int64_t s = dl->strides != NULL ? dl->strides[i] : compact;
+    compact *= dl->shape[i];
+    PyObject* v = PyLong_FromLongLong(s);
+    if (v == NULL) return Py_DECREF(t), NULL;
+    PyTuple_SET_ITEM(t, i, v);
+  }
+  return t;
+}
+
+static PyObject* dl_dlpack_device(const DLTensor* dl) {
+  return Py_BuildValue("(ii)", (int)dl->device.device_type, (int)dl->device.device_id);
+}
+
+static PyObject* dl_data_ptr(const DLTensor* dl) {
+  return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)dl->data + dl->byte_offset);
+}
+
+static PyObject* dl_repr(const char* cls, const DLTensor* dl) {
+  PyObject* shape = dl_shape(dl);
+  PyObject* dtype = tvmffi_dtype_from_dl(dl->dtype);
+  PyObject* dtype_s = dtype ? PyObject_Str(dtype) : NULL;
+  PyObject* device = tvmffi_device_from_dl(dl->device);
+  PyObject* res = NULL;
+  if (shape && dtype_s && device) {
+    res = PyUnicode_FromFormat("%s(shape=%S, dtype=%U, device=%S)", cls, shape, dtype_s, device);
+  }
+  Py_XDECREF(shape);
+  Py_XDECREF(dtype);
+  Py_XDECREF(dtype_s);
+  Py_XDECREF(device);
+  return res;
+}
+
+/* ---- exporting: Tensor.__dlpack__ ----------------------------------------------- */
+static void capsule_destructor_versioned(PyObject* cap) {
+  if (!PyCapsule_IsValid(cap, kCapsuleVersioned)) return; /* consumed */
+  DLManagedTensorVersioned* mt = PyCapsule_GetPointer(cap, kCapsuleVersioned);
+  if (mt->deleter != NULL) mt->deleter(mt);
+}
+
+static void capsule_destructor_legacy(PyObject* cap) {
+  if (!PyCapsule_IsValid(cap, kCapsule)) return; /* consumed */
+  DLManagedTensor* mt = PyCapsule_GetPointer(cap, kCapsule);
+  if (mt->deleter != NULL) mt->deleter(mt);
+}
+
+/* __dlpack__(stream=None, max_version=None, dl_device=None, copy=None) for
+ * the tensor `h` (borrowed). */
+static PyObject* dlpack_export(TVMFFIObjectHandle h, PyObject* args, PyObject* kwargs) {
+  static char* kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
+  PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOO:__dlpack__", kwlist, &stream,
+                                   &max_version, &dl_device, &copy)) {
+    return NULL;
+  }
+  (void)stream; /* the data is ready on every stream: nothing to synchronise */
+  const DLTensor* dl = (const DLTensor*)tvmffi_cell(h);
+  if (copy != Py_None) {
+    int c = PyObject_IsTrue(copy);
+    if (c < 0) return NULL;
+    if (c) {
+      PyErr_SetString(PyExc_BufferError, "tvmffi.Tensor.__dlpack__: copy=True is not supported");
+      return NULL;
+    }
+  }
+  if (dl_device != Py_None) {
+    int type, id;
+    if (!PyArg_ParseTuple(dl_device, "ii;dl_device must be a (device_type, device_id) tuple",
+                          &type, &id)) {
+      return NULL;
+    }
+    if (type != (int)dl->device.device_type || id != dl->device.device_id) {
+      PyErr_Format(PyExc_BufferError,
+                   "tvmffi.Tensor.__dlpack__: cannot export to device (%d, %d); the tensor is "
+                   "on (%d, %d) and copies are not supported",
+                   type, id, (int)dl->device.device_type, (int)dl->device.device_id);
+      return NULL;
+    }
+  }
+  int major = 0, minor = 0;
+  if (max_version != Py_None) {
+    if (!PyArg_ParseTuple(max_version, "ii;max_version must be a (major, minor) tuple", &major,
+                          &minor)) {
+      return NULL;
+    }
+  }
+  if (major >= 1) {
+    DLManagedTensorVersioned* mt;
+    if (TVMFFITensorToDLPackVersioned(h, &mt) != 0) return tvmffi_raise_ffi_error();
+    if (major == DLPACK_MAJOR_VERSION && minor < (int)mt->version.minor) {
+      mt->version.minor = (uint32_t)(minor < 0 ? 0 : minor); /* 1.x layouts are identical */
+    }
+    PyObject* cap = PyCapsule_New(mt, kCapsuleVersioned, capsule_destructor_versioned);
+    if (cap == NULL) mt->deleter(mt);
+    return cap;
+  }
+  DLManagedTensor* mt;
+  if (TVMFFITensorToDLPack(h, &mt) != 0) return tvmffi_raise_ffi_error();
+  PyObject* cap = PyCapsule_New(mt, kCapsule, capsule_destructor_legacy);
+  if (cap == NULL) mt->deleter(mt);
+  return cap;
+}
+
+/* ---- tvmffi.Tensor -------------------------------------------------------------- */
+static const DLTensor* tensor_dl(PyObject* self) {
+  TVMFFIObjectHandle h = ((TVMFFIPyObject*)self)->handle;
+  if (h == NULL) {
+    PyErr_SetString(PyExc_ValueError, "tvmffi.Tensor object holds no FFI handle");
+    return NULL;
+  }
+  return (const DLTensor*)tvmffi_cell(h);
+}
+
+#define TENSOR_GETTER(name, expr)                           \
+  static PyObject* tensor_get_##name(PyObject* self, void* c) { \
+    (void)c;                                                 \
+    const DLTensor* dl = tensor_dl(self);                    \
+    if (dl == NULL) return NULL;                             \
+    return expr;                                             \
+  }
+
+TENSOR_GETTER(shape, dl_shape(dl))
+TENSOR_GETTER(strides, dl_strides(dl))
+TENSOR_GETTER(dtype, tvmffi_dtype_from_dl(dl->dtype))
+TENSOR_GETTER(device, tvmffi_device_from_dl(dl->device))
+TENSOR_GETTER(ndim, PyLong_FromLong(dl->ndim))
+TENSOR_GETTER(data_ptr, dl_data_ptr(dl))
+
+static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if (tensor_dl(self) == NULL) return NULL;
+  return dlpack_export(((TVMFFIPyObject*)self)->handle, args, kwargs);
+}
+
+static PyObject* tensor_dlpack_device(PyObject* self, PyObject* unused) {
+  (void)unused;
+  const DLTensor* dl = tensor_dl(self);
+  return dl == NULL ? NULL : dl_dlpack_device(dl);
+}
+
+static PyObject* tensor_repr(PyObject* self) {
+  if (((TVMFFIPyObject*)self)->handle == NULL) return PyUnicode_FromString("tvmffi.Tensor(empty)");
+  return dl_repr("tvmffi.Tensor", tensor_dl(self));
+}
+
+static PyObject* from_dlpack_impl(PyObject* obj, int align, int contiguous) {
+  if (is_tensor_object(obj) && align == 0 && !contiguous && Py_TYPE(obj) == &TVMFFITensorType) {
+    return Py_NewRef(obj);
+  }
+  TVMFFIObjectHandle h;
+  if (tensor_handle_from_py(obj, -1, align, contiguous, NULL, &h) != 0) return NULL;
+  return tvmffi_object_wrap_owned(h);
+}
+
+static PyObject* py_from_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
+  (void)self;
+  static char* kwlist[] = {"obj", "require_alignment", "require_contiguous", NULL};
+  PyObject* obj;
+  int align = 0, contiguous = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$ip:from_dlpack", kwlist, &obj, &align,
+                                   &contiguous)) {
+    return NULL;
+  }
+  if (align < 0) {
+    PyErr_SetString(PyExc_ValueError, "require_alignment must be >= 0");
+    return NULL;
+  }
+  refresh_known_types();
+  if (!PyCapsule_CheckExact(obj) && !tvmffi_is_object(obj) &&
+      !tvmffi_is_tensor_type(Py_TYPE(obj))) {
+    PyErr_Format(PyExc_TypeError,
+                 "from_dlpack expects a DLPack producer (an object with __dlpack__) or a DLPack "
+                 "capsule, got '%.200s'",
+                 Py_TYPE(obj)->tp_name);
+    return NULL;
+  }
+  if (tvmffi_is_object(obj) && !is_tensor_object(obj)) {
+    PyErr_Format(PyExc_TypeError, "from_dlpack expects a tensor, got '%.200s'",
+                 Py_TYPE(obj)->tp_name);
+    return NULL;
+  }
+  return from_dlpack_impl(obj, align, contiguous);
+}
+
+static PyObject* tensor_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  (void)type;
+  return py_from_dlpack(NULL, args, kwargs);
+}
+
+static PyGetSetDef tensor_getset[] = {
+    {"shape", tensor_get_shape, NULL, "Shape as a tuple of ints.", NULL},
+    {"strides", tensor_get_strides, NULL, "Strides in elements (compact when not stored).", NULL},
+    {"dtype", tensor_get_dtype, NULL, "Element type as a DataType.", NULL},
+    {"device", tensor_get_device, NULL, "Device holding the data.", NULL},
+    {"ndim", tensor_get_ndim, NULL, "Number of dimensions.", NULL},
+    {"data_ptr", tensor_get_data_ptr, NULL, "Address of the first element (data + byte_offset).",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef tensor_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))tensor_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__(stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule "
+     "sharing this tensor's memory."},
+    {"__dlpack_device__", tensor_dlpack_device, METH_NOARGS,
+     "(device_type, device_id) of the tensor."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject TVMFFITensorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.Tensor",
+    .tp_basicsize = sizeof(TVMFFIPyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Tensor(obj): the runtime's reference-counted tensor, zero-copy from any DLPack "
+              "producer (same as tvmffi.from_dlpack(obj)).",
+    .tp_base = &TVMFFIObjectType,
+    .tp_new = tensor_new,
+    .tp_repr = tensor_repr,
+    .tp_methods = tensor_methods,
+    .tp_getset = tensor_getset,
+};
+
+/* ---- tvmffi.TensorView ----------------------------------------------------------- */
+struct TVMFFIPyTensorView {
+  PyObject_VAR_HEAD
+  DLTensor dl;
+  PyObject* owner;                     /* keeps the data alive (array, Tensor, view), or NULL */
+  DLManagedTensorVersioned* managed_v; /* consumed producer tensor, released with the view */
+  DLManagedTensor* managed;            /* same, legacy DLPack */
+  int64_t storage[];                   /* shape and strides when stored inline */
+};
+
+static DLTensor* view_dl(PyObject* view) { return &((TVMFFIPyTensorView*)view)->dl; }
+
+static TVMFFIPyTensorView* view_alloc(Py_ssize_t nstorage) {
+  TVMFFIPyTensorView* v = PyObject_NewVar(TVMFFIPyTensorView, &TVMFFITensorViewType, nstorage);
+  if (v == NULL) return NULL;
+  memset(&v->dl, 0, sizeof(DLTensor));
+  v->owner = NULL;
+  v->managed_v = NULL;
+  v->managed = NULL;
+  return v;
+}
+
+/* A view that keeps `owner` alive and copies `src`'s shape and strides. */
+static PyObject* view_copying(const DLTensor* src, PyObject* owner) {
+  TVMFFIPyTensorView* v = view_alloc(2 * (Py_ssize_t)src->ndim);
+  if (v == NULL) return NULL;
+  v->dl = *src;
+  v->dl.shape = v->storage;
+  v->dl.strides = v->storage + src->ndim;
+  copy_shape_strides(src, v->storage);
+  v->owner = Py_XNewRef(owner);
+  return (PyObject*)v;
+}
+
+PyObject* tvmffi_tensor_view_borrowed(const DLTensor* dl) {
+  if (dl == NULL) Py_RETURN_NONE;
+  return view_copying(dl, NULL);
+}
+
+static PyObject* view_from_numpy(PyObject* arr) {
+  NumpyDesc d;
+  if (numpy_describe(arr, -1, &d) != 0) return NULL;
+  TVMFFIPyTensorView* v = view_alloc(2 * (Py_ssize_t)d.ndim);
+  int rc = v == NULL ? -1 : numpy_fill(arr, &d, &v->dl, v->storage, -1);
+  numpy_release(&d);
+  if (rc != 0) {
+    Py_XDECREF(v);
+    return NULL;
+  }
+  v->owner = Py_NewRef(arr);
+  return (PyObject*)v;
+}
+
+static PyObject* view_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  (void)type;
+  static char* kwlist[] = {"array", NULL};
+  PyObject* obj;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:TensorView", kwlist, &obj)) return NULL;
+  refresh_known_types();
+  PyTypeObject* tp = Py_TYPE(obj);
+  if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) return view_copying(view_dl(obj), obj);
+  if (is_tensor_object(obj)) {
+    /* The Tensor object owns the handle, which owns shape and data. */
+    TVMFFIPyTensorView* v = view_alloc(0);
+    if (v == NULL) return NULL;
+    v->dl = *(const DLTensor*)tvmffi_cell(((TVMFFIPyObject*)obj)->handle);
+    v->owner = Py_NewRef(obj);
+    return (PyObject*)v;
+  }
+  if (is_ndarray_type(tp)) return view_from_numpy(obj);
+  if (!PyCapsule_CheckExact(obj) && !tvmffi_is_tensor_type(tp)) {
+    PyErr_Format(PyExc_TypeError,
+                 "TensorView expects a DLPack producer (an object with __dlpack__), got '%.200s'",
+                 tp->tp_name);
+    return NULL;
+  }
+  int is_torch = 0;
+  const DLPackExchangeAPI* api = PyCapsule_CheckExact(obj) ? NULL : exchange_api_of(tp, &is_torch);
+  if (api != NULL && is_torch && api->dltensor_from_py_object_no_sync != NULL) {
+    DLTensor dl;
+    if (api->dltensor_from_py_object_no_sync(obj, &dl) != 0) {
+      return wrap_error(-1, obj, "DLPack export"), NULL;
+    }
+    return view_copying(&dl, obj);
+  }
+  TVMFFIPyTensorView* v = view_alloc(0);
+  if (v == NULL) return NULL;
+  if (api != NULL) {
+    if (api->managed_tensor_from_py_object_no_sync(obj, &v->managed_v) != 0) {
+      Py_DECREF(v);
+      return wrap_error(-1, obj, "DLPack export"), NULL;
+    }
+    v->dl = v->managed_v->dl_tensor;
+    return (PyObject*)v;
+  }
+  int versioned;
+  PyObject* cap = protocol_checked_capsule(obj, -1, &versioned);
+  if (cap == NULL) {
+    Py_DECREF(v);
+    return NULL;
+  }
+  if (versioned) {
+    v->managed_v = PyCapsule_GetPointer(cap, kCapsuleVersioned);
+    v->dl = v->managed_v->dl_tensor;
+  } else {
+    v->managed = PyCapsule_GetPointer(cap, kCapsule);
+    v->dl = v->managed->dl_tensor;
+  }
+  capsule_consume(cap, versioned);
+  Py_DECREF(cap);
+  return (PyObject*)v;
+}
+
+static void view_dealloc(PyObject* op) {
+  TVMFFIPyTensorView* v = (TVMFFIPyTensorView*)op;
+  if (v->managed_v != NULL && v->managed_v->deleter != NULL) v->managed_v->deleter(v->managed_v);
+  if (v->managed != NULL && v->managed->deleter != NULL) v->managed->deleter(v->managed);
+  Py_XDECREF(v->owner);
+  PyObject_Free(op);
+}
+
+#define VIEW_GETTER(name, expr)                                 \
+  static PyObject* view_get_##name(PyObject* self, void* c) { \
+    (void)c;                                                   \
+    const DLTensor* dl = view_dl(self);                        \
+    return expr;                                               \
+  }
+
+VIEW_GETTER(shape, dl_shape(dl))
+VIEW_GETTER(strides, dl_strides(dl))
+VIEW_GETTER(dtype, tvmffi_dtype_from_dl(dl->dtype))
+VIEW_GETTER(device, tvmffi_device_from_dl(dl->device))
+VIEW_GETTER(ndim, PyLong_FromLong(dl->ndim))
+VIEW_GETTER(data_ptr, dl_data_ptr(dl))
+
+static PyObject* view_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
+  /* Export through a Tensor that keeps this view alive. */
+  ManagedBlock* b = block_from_dl(view_dl(self), self);
+  TVMFFIObjectHandle h;
+  if (b == NULL || wrap_managed(&b->managed, 0, 0, &h) != 0) return NULL;
+  PyObject* cap = dlpack_export(h, args, kwargs);
+  TVMFFIObjectDecRef(h);
+  return cap;
+}
+
+static PyObject* view_dlpack_device(PyObject* self, PyObject* unused) {
+  (void)unused;
+  return dl_dlpack_device(view_dl(self));
+}
+
+static PyObject* view_repr(PyObject* self) { return dl_repr("tvmffi.TensorView", view_dl(self)); }
+
+static PyGetSetDef view_getset[] = {
+    {"shape", view_get_shape, NULL, "Shape as a tuple of ints.", NULL},
+    {"strides", view_get_strides, NULL, "Strides in elements (compact when not stored).", NULL},
+    {"dtype", view_get_dtype, NULL, "Element type as a DataType.", NULL},
+    {"device", view_get_device, NULL, "Device holding the data.", NULL},
+    {"ndim", view_get_ndim, NULL, "Number of dimensions.", NULL},
+    {"data_ptr", view_get_data_ptr, NULL, "Address of the first element (data + byte_offset).",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef view_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))view_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__(stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule "
+     "of the viewed memory (valid while the viewed array is)."},
+    {"__dlpack_device__", view_dlpack_device, METH_NOARGS,
+     "(device_type, device_id) of the view."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject TVMFFITensorViewType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.TensorView",
+    .tp_basicsize = offsetof(TVMFFIPyTensorView, storage),
+    .tp_itemsize = sizeof(int64_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "TensorView(array): a borrowed, zero-copy view passed to functions as DLTensor*. "
+              "The array must stay alive and unchanged while the view is used.",
+    .tp_new = view_new,
+    .tp_dealloc = view_dealloc,
+    .tp_repr = view_repr,
+    .tp_methods = view_methods,
+    .tp_getset = view_getset,
+};
+
+/* ---- DLPack C exchange API of tvmffi.Tensor --------------------------------------- */
+/* Lets other consumers (e.g. the tvm_ffi binding) import our tensors in C. */
+static int api_managed_from_py(void* py_obj, DLManagedTensorVersioned** out) {
+  PyObject* obj = (PyObject*)py_obj;
+  if (!is_tensor_object(obj)) {
+    PyErr_Format(PyExc_TypeError, "expected a tvmffi.Tensor, got '%.200s'", Py_TYPE(obj)->tp_name);
+    return -1;
+  }
+  if (TVMFFITensorToDLPackVersioned(((TVMFFIPyObject*)obj)->handle, out) != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  return 0;
+}
+
+static int api_dltensor_from_py(void* py_obj, DLTensor* out) {
+  PyObject* obj = (PyObject*)py_obj;
+  if (!is_tensor_object(obj)) {
+    PyErr_Format(PyExc_TypeError, "expected a tvmffi.Tensor, got '%.200s'", Py_TYPE(obj)->tp_name);
+    return -1;
+  }
+  *out = *(const DLTensor*)tvmffi_cell(((TVMFFIPyObject*)obj)->handle);
+  return 0;
+}
+
+static int api_managed_to_py(DLManagedTensorVersioned* mt, void** out) {
+  TVMFFIObjectHandle h;
+  if (TVMFFITensorFromDLPackVersioned(mt, 0, 0, &h) != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  PyObject* t = tvmffi_object_wrap_owned(h);
+  if (t == NULL) return -1;
+  *out = t;
+  return 0;
+}
+
+static int api_current_stream(DLDeviceType device_type, int32_t device_id, void** out) {
+  *out = device_type == kDLCPU ? NULL : TVMFFIEnvGetStream(device_type, device_id);
+  return 0;
+}
+
+static DLPackExchangeAPI g_tensor_api = {
+    .header = {.version = {.major = DLPACK_MAJOR_VERSION, .minor = DLPACK_MINOR_VERSION},
+               .prev_api = NULL},
+    .managed_tensor_allocator = NULL,
+    .managed_tensor_from_py_object_no_sync = api_managed_from_py,
+    .managed_tensor_to_py_object_no_sync = api_managed_to_py,
+    .dltensor_from_py_object_no_sync = api_dltensor_from_py,
+    .current_work_stream = api_current_stream,
+};
+
+/* ---- module ------------------------------------------------------------------------ */
+static PyMethodDef tensor_module_methods[] = {
+    {"from_dlpack", (PyCFunction)(void (*)(void))py_from_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "from_dlpack(obj, *, require_alignment=0, require_contiguous=False) -> Tensor"},
+    {NULL, NULL, 0, NULL},
+};
+
+int tvmffi_tensor_init_types(PyObject* module) {
+  g_str_dtype = PyUnicode_InternFromString("dtype");
+  g_str_isnative = PyUnicode_InternFromString("isnative");
+  g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
+  g_str_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
+  g_max_version_kwargs = Py_BuildValue("{s(ii)}", "max_version", 1, 0);
+  if (g_str_dtype == NULL || g_str_isnative == NULL || g_str_dlpack == NULL ||
+      g_str_dlpack_device == NULL || g_max_version_kwargs == NULL) {
+    return -1;
+  }
+  if (PyType_Ready(&TVMFFITensorType) < 0 || PyType_Ready(&TVMFFITensorViewType) < 0) return -1;
+  PyObject* api = PyCapsule_New(&g_tensor_api, "dlpack_exchange_api", NULL);
+  if (api == NULL) return -1;
+  int rc = PyDict_SetItemString(TVMFFITensorType.tp_dict, "__dlpack_c_exchange_api__", api);
+  Py_DECREF(api);
+  if (rc != 0) return -1;
+  PyType_Modified(&TVMFFITensorType);
+  Py_INCREF(&TVMFFITensorType);
+  if (PyModule_AddObject(module, "Tensor", (PyObject*)&TVMFFITensorType) < 0) return -1;
+  Py_INCREF(&TVMFFITensorViewType);
+  if (PyModule_AddObject(module, "TensorView", (PyObject*)&TVMFFITensorViewType) < 0) return -1;
+  /* Tensors coming back from the FFI are wrapped in tvmffi.Tensor. */
+  PyObject* reg_args = Py_BuildValue("(iO)", (int)kTVMFFITensor, (PyObject*)&TVMFFITensorType);
+  if (reg_args == NULL) return -1;
+  PyObject* r = tvmffi_register_object_class(NULL, reg_args);
+  Py_DECREF(reg_args);
+  if (r == NULL) return -1;
+  Py_DECREF(r);
+  refresh_known_types();
+  PyErr_Clear();
+  return PyModule_AddFunctions(module, tensor_module_methods);
+}

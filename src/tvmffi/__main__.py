@@ -1,0 +1,52 @@
+"""Command line tools: ``python -m tvmffi inspect PATH``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .module import _exported_function_names, load_module
+
+
+def _inspect(path: str) -> int:
+    try:
+        mod = load_module(path)
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"module: {path}")
+    print(f"kind: {mod.kind}")
+    names = _exported_function_names(path)
+    if names is None:
+        print("functions: (symbol table not readable)")
+        names = []
+    else:
+        print(f"functions ({len(names)}):")
+    for name in names:
+        sig = mod.get_function_signature(name)
+        print(f"  {name}{sig if sig is not None else ''}")
+        doc = mod.get_function_doc(name)
+        if doc:
+            for line in doc.strip().splitlines():
+                print(f"      {line}")
+    imports = mod.imports
+    print(f"imports ({len(imports)}):")
+    for sub in imports:
+        print(f"  {sub.kind}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m tvmffi``."""
+    parser = argparse.ArgumentParser(prog="python -m tvmffi")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_inspect = sub.add_parser("inspect", help="show a module library's kind, functions, imports")
+    p_inspect.add_argument("path")
+    args = parser.parse_args(argv)
+    if args.command == "inspect":
+        return _inspect(args.path)
+    return 2  # pragma: no cover
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,350 @@
+"""Modules: libraries of FFI functions loaded from shared objects or the system library.
+
+A :class:`Module` wraps an ``ffi.Module`` object of the runtime. Functions are
+looked up by name (``mod["f"]``, ``mod.f``, :meth:`Module.get_function`) and the
+result is cached.
+
+Caching policy: the cache lives on the Python wrapper (one dict per wrapper, and
+functions found by attribute access are stored in the wrapper's instance
+``__dict__`` so that the next ``mod.f`` is a plain attribute hit). Two wrappers of
+the same runtime module (e.g. a module returned again by an FFI call) have
+separate caches; each looks a name up at most once. A global cache keyed by the
+handle address was rejected: addresses are reused once a module is freed, which
+would hand out functions of a dead module's successor. Cached functions keep the
+module alive (the runtime's library functions hold a strong reference to their
+module), so a cached entry never dangles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import struct
+from os import PathLike
+from typing import TYPE_CHECKING, Any
+
+from . import _core
+from ._core import Function, Object
+from .object import register_object
+
+__all__ = [
+    "Module",
+    "ModulePropertyMask",
+    "load_module",
+    "system_lib",
+]
+
+
+class ModulePropertyMask:
+    """Bits of :attr:`Module.property_mask` (``Module::ModulePropertyMask`` in C++)."""
+
+    BINARY_SERIALIZABLE = 0b001
+    RUNNABLE = 0b010
+    COMPILATION_EXPORTABLE = 0b100
+
+
+_GLOBALS: dict[str, Function] = {}
+
+
+def _api(name: str) -> Function:
+    func = _GLOBALS.get(name)
+    if func is None:
+        found = _core.get_global_func("ffi." + name, False)
+        assert found is not None
+        func = _GLOBALS[name] = found
+    return func
+
+
+_CACHE_KEY = "_tvmffi_function_cache"
+
+
+@register_object("ffi.Module")
+class Module(Object):
+    """A runtime module: a named collection of FFI functions plus imported modules.
+
+    ``mod["name"]`` and ``mod.name`` return the function ``name`` (``KeyError`` /
+    ``AttributeError`` when the module does not have it); :meth:`get_function`
+    returns ``None`` instead. Looked-up functions are cached per wrapper.
+    """
+
+    def _cache(self) -> dict[str, Function]:
+        d = self.__dict__
+        cache: dict[str, Function] | None = d.get(_CACHE_KEY)
+        if cache is None:
+            cache = d[_CACHE_KEY] = {}
+        return cache
+
+    @property
+    def kind(self) -> str:
+        """The module kind, e.g. ``"library"`` for shared libraries and the system library."""
+        kind: str = _api("ModuleGetKind")(self)
+        return kind
+
+    @property
+    def property_mask(self) -> int:
+        """Bit mask of :class:`ModulePropertyMask` flags of this module."""
+        mask: int = _api("ModuleGetPropertyMask")(self)
+        return mask
+
+    @property
+    def imports(self) -> list[Module]:
+        """The modules imported by this module, in import order."""
+        raw: Any = Object.__getattribute__(self, "imports_")
+        return list(raw)
+
+    def import_module(self, other: Module) -> None:
+        """Import ``other`` so that lookups with ``query_imports=True`` search it.
+
+        Raises ``RuntimeError`` if the import would create a cycle.
+        """
+        if not isinstance(other, Module):
+            raise TypeError(f"import_module expects a Module, not {type(other).__name__}")
+        _api("ModuleImportModule")(self, other)
+
+    def clear_imports(self) -> None:
+        """Remove all imported modules."""
+        _api("ModuleClearImports")(self)
+
+    def get_function(self, name: str, query_imports: bool = False) -> Function | None:
+        """Return the function ``name``, or ``None`` when the module does not have it.
+
+        With ``query_imports`` the imported modules are searched as well
+        (depth first). Results found without ``query_imports`` are cached.
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"function name must be a str, not {type(name).__name__}")
+        if not query_imports:
+            cache = self._cache()
+            func: Function | None = cache.get(name)
+            if func is not None:
+                return func
+            func = _api("ModuleGetFunction")(self, name, False)
+            if func is not None:
+                cache[name] = func
+            return func
+        found: Function | None = _api("ModuleGetFunction")(self, name, True)
+        return found
+
+    def __getitem__(self, name: str) -> Function:
+        cache: dict[str, Function] | None = self.__dict__.get(_CACHE_KEY)
+        if cache is not None:
+            hit = cache.get(name)
+            if hit is not None:
+                return hit
+        func = self.get_function(name)
+        if func is None:
+            raise KeyError(f"module of kind {self.kind!r} has no function {name!r}")
+        return func
+
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Function: ...
+
+    def __tvm_ffi_getattr__(self, name: str) -> Function:
+        """``mod.name``: called by the Object attribute hook for names the class lacks.
+
+        (Not ``__getattr__``: a Python ``__getattr__`` would route every attribute
+        access, including cache hits, through a slower slot wrapper.)
+        """
+        func = self.get_function(name)
+        if func is None:
+            raise AttributeError(f"module of kind {self.kind!r} has no function {name!r}")
+        # Next `mod.name` is an instance-dict hit; this hook only runs for names the
+        # class does not define, so this never shadows a method or property.
+        self.__dict__[name] = func
+        return func
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.implements_function(name)
+
+    def implements_function(self, name: str, query_imports: bool = False) -> bool:
+        """True if the module (or, with ``query_imports``, an import) implements ``name``."""
+        result: bool = _api("ModuleImplementsFunction")(self, name, query_imports)
+        return result
+
+    def get_function_doc(self, name: str, query_imports: bool = False) -> str | None:
+        """The docstring the library exports for ``name`` (``__tvm_ffi__doc_<name>``), if any."""
+        doc: str | None = _api("ModuleGetFunctionDoc")(self, name, query_imports)
+        return doc
+
+    def get_function_metadata(
+        self, name: str, query_imports: bool = False
+    ) -> dict[str, Any] | None:
+        """Parsed JSON metadata the library exports for ``name``, if any.
+
+        The metadata comes from ``__tvm_ffi__metadata_<name>`` (the runtime's export
+        macros emit ``{"type_schema": ...}``). A ``type_schema`` given as a JSON
+        string is parsed as well.
+        """
+        text: str | None = _api("ModuleGetFunctionMetadata")(self, name, query_imports)
+        if text is None:
+            return None
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            return {"value": value}
+        schema = value.get("type_schema")
+        if isinstance(schema, str):
+            with contextlib.suppress(ValueError):
+                value["type_schema"] = json.loads(schema)
+        return value
+
+    def get_function_signature(self, name: str, query_imports: bool = False) -> str | None:
+        """A readable signature ``(int, int) -> int`` from the function's metadata, if any."""
+        meta = self.get_function_metadata(name, query_imports)
+        if meta is None:
+            return None
+        return _signature_from_schema(meta.get("type_schema"))
+
+    def inspect_source(self, fmt: str = "") -> str:
+        """The module's source in format ``fmt`` (empty when the kind keeps none)."""
+        src: str = _api("ModuleInspectSource")(self, fmt)
+        return src
+
+    def get_write_formats(self) -> list[str]:
+        """File formats :meth:`write_to_file` supports for this module."""
+        return list(_api("ModuleGetWriteFormats")(self))
+
+    def write_to_file(self, path: str | PathLike[str], fmt: str = "") -> None:
+        """Write the module to ``path`` in format ``fmt``.
+
+        Raises ``RuntimeError`` naming the kind when the module cannot be written,
+        and ``ValueError`` for a format it does not support.
+        """
+        file_name = os.fspath(path)
+        formats = self.get_write_formats()
+        if not formats:
+            raise RuntimeError(
+                f"module of kind {self.kind!r} does not support write_to_file ({file_name})"
+            )
+        if fmt and fmt not in formats:
+            raise ValueError(
+                f"module of kind {self.kind!r} cannot be written as {fmt!r}; "
+                f"supported formats: {formats}"
+            )
+        _api("ModuleWriteToFile")(self, file_name, fmt)
+
+    def __repr__(self) -> str:
+        return f"<tvmffi.Module kind={self.kind!r} at {self.__chandle__():#x}>"
+
+
+def _signature_from_schema(schema: Any) -> str | None:
+    if not isinstance(schema, dict) or schema.get("type") != "ffi.Function":
+        return None
+    named = schema.get("named_args")
+    if isinstance(named, dict):
+        # Runtime export macros: {"return": [ret], "params": [p0, p1, ...]}.
+        rets = named.get("return") or [{"type": "Any"}]
+        args = [rets[0], *(named.get("params") or [])]
+    else:
+        # Reflection style: {"args": [ret, p0, p1, ...]}.
+        args = schema.get("args") or []
+    if not args:
+        return None
+
+    def show(s: Any) -> str:
+        if not isinstance(s, dict):
+            return str(s)
+        inner = s.get("args")
+        name = str(s.get("type", "?"))
+        if inner:
+            return f"{name}[{', '.join(show(a) for a in inner)}]"
+        return name
+
+    ret, params = args[0], args[1:]
+    return f"({', '.join(show(p) for p in params)}) -> {show(ret)}"
+
+
+# ---- ELF dynamic symbol table ------------------------------------------------
+_SYMBOL_PREFIX = "__tvm_ffi_"
+_INTERNAL_PREFIXES = (
+    "__tvm_ffi__doc_",
+    "__tvm_ffi__metadata_",
+    "__tvm_ffi__library_bin",
+    "__tvm_ffi__library_ctx",
+)
+
+
+def _elf_dynamic_symbols(path: str) -> list[str] | None:
+    """Names of defined symbols in an ELF file's ``.dynsym``; ``None`` if not ELF."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 64 or data[:4] != b"\x7fELF":
+        return None
+    is64 = data[4] == 2
+    end = "<" if data[5] == 1 else ">"
+    try:
+        if is64:
+            shoff, = struct.unpack_from(end + "Q", data, 0x28)
+            shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
+            sh_fmt, sym_fmt, sym_size = end + "IIQQQQIIQQ", end + "IBBHQQ", 24
+        else:
+            shoff, = struct.unpack_from(end + "I", data, 0x20)
+            shentsize, shnum = struct.unpack_from(end + "HH", data, 0x2E)
+            sh_fmt, sym_fmt, sym_size = end + "IIIIIIIIII", end + "IIIBBH", 16
+        sections = [struct.unpack_from(sh_fmt, data, shoff + i * shentsize) for i in range(shnum)]
+        names: list[str] = []
+        for sec in sections:
+            if sec[1] != 11:  # SHT_DYNSYM
+                continue
+            offset, size, link = sec[4], sec[5], sec[6]
+            str_off = sections[link][4]
+            for i in range(1, size // sym_size):
+                sym = struct.unpack_from(sym_fmt, data, offset + i * sym_size)
+                st_name, st_shndx = (sym[0], sym[3]) if is64 else (sym[0], sym[5])
+                if st_shndx == 0:  # undefined: imported, not exported
+                    continue
+                stop = data.index(b"\0", str_off + st_name)
+                names.append(data[str_off + st_name : stop].decode("utf-8", "replace"))
+        return names
+    except (struct.error, IndexError, ValueError):
+        return None
+
+
+def _exported_function_names(path: str) -> list[str] | None:
+    """Names ``<name>`` of the ``__tvm_ffi_<name>`` functions a library exports."""
+    symbols = _elf_dynamic_symbols(path)
+    if symbols is None:
+        return None
+    out = []
+    for sym in symbols:
+        if sym.startswith(_SYMBOL_PREFIX) and not sym.startswith(_INTERNAL_PREFIXES):
+            out.append(sym[len(_SYMBOL_PREFIX) :])
+    return sorted(set(out))
+
+
+def load_module(path: str | PathLike[str]) -> Module:
+    """Load a module from a file (a shared library ``.so``, or a registered format).
+
+    Raises ``FileNotFoundError`` for a missing file, ``ValueError`` for a file that
+    is not a loadable library or a library without any ``__tvm_ffi_`` symbol.
+    """
+    file_name = os.fspath(path)
+    if not isinstance(file_name, str):
+        raise TypeError("load_module expects a str path")
+    if not os.path.exists(file_name):
+        raise FileNotFoundError(f"module file not found: {file_name}")
+    if os.path.isdir(file_name):
+        raise IsADirectoryError(f"module path is a directory: {file_name}")
+    symbols = _elf_dynamic_symbols(file_name)
+    if symbols is not None and not any(s.startswith(_SYMBOL_PREFIX) for s in symbols):
+        raise ValueError(
+            f"{file_name} exports no __tvm_ffi_ symbols; it is not a TVM FFI module library"
+        )
+    try:
+        mod: Module = _api("ModuleLoadFromFile")(file_name)
+    except Exception as err:  # the runtime reports dlopen failures as InternalError
+        raise ValueError(f"cannot load module from {file_name}: {err}") from err
+    return mod
+
+
+def system_lib(prefix: str = "") -> Module:
+    """The system library module: functions registered with
+    ``TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_<prefix><name>", fn)``.
+
+    Modules are created once per prefix by the runtime.
+    """
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+    mod: Module = _api("SystemLib")(prefix)
+    return mod

@@ -1,0 +1,307 @@
+"""Bad input: unsupported values, keyword arguments, the global registry."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import run_python
+
+import tvmffi
+import tvmffi.testing as testing
+
+echo = testing.echo
+
+
+class Opaque:
+    """A plain class with no conversion to an FFI value."""
+
+
+@pytest.mark.parametrize(
+    ("value", "type_name"),
+    [
+        (object(), "object"),
+        ({1, 2}, "set"),
+        (frozenset(), "frozenset"),
+        (Opaque(), "Opaque"),
+        (1 + 2j, "complex"),
+        (iter([1]), "list_iterator"),
+        (range(3), "range"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+@pytest.mark.parametrize("position", [0, 1, 3, 9])
+def test_unsupported_argument_type_error_names_position_and_type(value, type_name, position):
+    args = [0] * position + [value]
+    with pytest.raises(TypeError) as info:
+        testing.nop(*args)
+    msg = str(info.value)
+    assert re.search(rf"\b{type_name}\b", msg), msg
+    assert re.search(rf"\b{position}\b", msg), msg
+
+
+def test_unsupported_element_inside_list():
+    with pytest.raises(TypeError) as info:
+        echo([1, 2, object()])
+    assert "object" in str(info.value)
+
+
+def test_unsupported_element_inside_nested_containers():
+    with pytest.raises(TypeError, match="set"):
+        echo([[1, [2, {3}]]])
+    with pytest.raises(TypeError, match="object"):
+        echo({"k": [object()]})
+    with pytest.raises(TypeError, match="object"):
+        echo({object(): 1})
+
+
+def test_unsupported_value_in_second_argument_after_convertible_first():
+    with pytest.raises(TypeError) as info:
+        testing.nop("a heap string beyond seven bytes", [1, "x" * 20], object())
+    assert re.search(r"\b2\b", str(info.value))
+    assert "object" in str(info.value)
+
+
+def test_kwargs_rejected():
+    with pytest.raises(TypeError):
+        echo(x=1)
+    with pytest.raises(TypeError):
+        echo(1, y=2)
+    with pytest.raises(TypeError):
+        testing.add_one(**{"x": 1})
+
+
+def test_kwargs_rejected_for_wrapped_callable():
+    fn = tvmffi.to_function(lambda **kw: kw)
+    with pytest.raises(TypeError):
+        fn(a=1)
+
+
+def test_function_cannot_be_instantiated_directly():
+    with pytest.raises(TypeError):
+        tvmffi.Function()
+
+
+def test_to_function_rejects_non_callable():
+    with pytest.raises(TypeError):
+        tvmffi.to_function(42)
+
+
+RECURSION_BUG = pytest.mark.xfail(
+    reason="BUG: csrc/any.c seq_to_array()/build_container() recurse through "
+    "tvmffi_py_to_any() for nested lists with no depth limit "
+    "(no Py_EnterRecursiveCall), so a self-referential or very deeply nested "
+    "list overflows the C stack and kills the interpreter with SIGSEGV instead "
+    "of raising RecursionError",
+    strict=True,
+)
+
+
+@RECURSION_BUG
+def test_self_referential_list_gives_clean_error_in_subprocess():
+    # Run in a subprocess: a crash must not take the test session down.
+    proc = run_python(
+        "import tvmffi.testing as t\n"
+        "lst = []\n"
+        "lst.append(lst)\n"
+        "try:\n"
+        "    t.echo(lst)\n"
+        "except (RecursionError, ValueError, TypeError) as e:\n"
+        "    print('raised', type(e).__name__)\n"
+    )
+    assert proc.returncode == 0, f"interpreter died (rc={proc.returncode}): {proc.stderr[-2000:]}"
+    assert "raised" in proc.stdout
+
+
+@RECURSION_BUG
+def test_very_deeply_nested_list_gives_clean_error_in_subprocess():
+    proc = run_python(
+        "import tvmffi.testing as t\n"
+        "v = [0]\n"
+        "for _ in range(200000):\n"
+        "    v = [v]\n"
+        "try:\n"
+        "    t.echo(v)\n"
+        "    print('ok')\n"
+        "except (RecursionError, ValueError, TypeError) as e:\n"
+        "    print('raised', type(e).__name__)\n"
+    )
+    assert proc.returncode == 0, f"interpreter died (rc={proc.returncode}): {proc.stderr[-2000:]}"
+    assert "raised" in proc.stdout or "ok" in proc.stdout
+
+
+MUTATION_BUG = pytest.mark.xfail(
+    reason="BUG: csrc/any.c seq_to_array() converts the items of a list in place "
+    "(PySequence_Fast returns the list itself and PySequence_Fast_ITEMS borrows its "
+    "ob_item array) and dict_to_map() collects borrowed key/value pointers, while "
+    "converting an item may run Python code (__index__, __float__, __tvm_ffi_value__ "
+    "...). If that code mutates the container, the remaining borrowed pointers dangle: "
+    "use-after-free (SIGSEGV under PYTHONMALLOC=debug, silent garbage otherwise). Fix: "
+    "convert from a snapshot (PySequence_Tuple / copy with owned references)",
+    strict=True,
+)
+
+_MUTATING_ITEM = """
+import tvmffi.testing as t
+class Evil:
+    def __init__(self, victim):
+        self.victim = victim
+    def __index__(self):
+        self.victim.clear()
+        return 1
+"""
+
+
+@MUTATION_BUG
+def test_list_mutated_during_conversion_is_memory_safe():
+    proc = run_python(
+        _MUTATING_ITEM + "lst = []\n"
+        "lst.append(Evil(lst))\n"
+        "lst.extend('heap string number %d of the list' % i for i in range(20))\n"
+        "try:\n"
+        "    t.echo(lst)\n"
+        "except Exception as e:\n"
+        "    print('raised', type(e).__name__)\n"
+        "print('survived')\n",
+        env_extra={"PYTHONMALLOC": "debug"},
+    )
+    assert proc.returncode == 0, f"interpreter died (rc={proc.returncode}): {proc.stderr[-2000:]}"
+    assert "survived" in proc.stdout
+
+
+@MUTATION_BUG
+def test_dict_mutated_during_conversion_is_memory_safe():
+    proc = run_python(
+        _MUTATING_ITEM + "d = {}\n"
+        "d['first'] = Evil(d)\n"
+        "for i in range(20):\n"
+        "    d['key %d' % i] = 'heap string value number %d' % i\n"
+        "try:\n"
+        "    t.echo(d)\n"
+        "except Exception as e:\n"
+        "    print('raised', type(e).__name__)\n"
+        "print('survived')\n",
+        env_extra={"PYTHONMALLOC": "debug"},
+    )
+    assert proc.returncode == 0, f"interpreter died (rc={proc.returncode}): {proc.stderr[-2000:]}"
+    assert "survived" in proc.stdout
+
+
+def test_index_item_in_list_converts_without_mutation():
+    class Idx:
+        def __index__(self):
+            return 41
+
+    out = echo([Idx(), "heap string after an __index__ item"])
+    assert list(out) == [41, "heap string after an __index__ item"]
+
+
+# ---- global registry -------------------------------------------------------------
+
+
+def test_get_global_func_missing_raises_value_error_naming_it():
+    with pytest.raises(ValueError) as info:
+        tvmffi.get_global_func("no.such")
+    assert "no.such" in str(info.value)
+
+
+def test_get_global_func_allow_missing_returns_none():
+    assert tvmffi.get_global_func("no.such", allow_missing=True) is None
+    assert tvmffi.get_global_func("no.such", True) is None
+
+
+def test_get_global_func_returns_function():
+    f = tvmffi.get_global_func("testing.add_one")
+    assert isinstance(f, tvmffi.Function)
+    assert f(1) == 2
+
+
+def test_get_global_func_rejects_non_str():
+    with pytest.raises(TypeError):
+        tvmffi.get_global_func(123)
+
+
+def test_list_global_func_names():
+    names = tvmffi.list_global_func_names()
+    assert isinstance(names, list)
+    assert all(isinstance(n, str) for n in names)
+    assert "testing.echo" in names
+    assert "ffi.Array" in names
+    assert len(names) == len(set(names))
+
+
+def test_register_global_func(unique_name):
+    fn = tvmffi.register_global_func(unique_name, lambda a, b: a - b)
+    assert isinstance(fn, tvmffi.Function)
+    assert fn(5, 3) == 2
+    got = tvmffi.get_global_func(unique_name)
+    assert got.same_as(fn)
+    assert got(10, 1) == 9
+    assert unique_name in tvmffi.list_global_func_names()
+
+
+def test_register_existing_name_without_override_raises(unique_name):
+    tvmffi.register_global_func(unique_name, lambda: "first")
+    with pytest.raises(ValueError) as info:
+        tvmffi.register_global_func(unique_name, lambda: "second")
+    assert unique_name in str(info.value)
+    assert tvmffi.get_global_func(unique_name)() == "first"
+
+
+def test_register_builtin_name_without_override_raises():
+    with pytest.raises(ValueError):
+        tvmffi.register_global_func("testing.echo", lambda x: x)
+    assert echo(3) == 3
+
+
+def test_register_with_override_replaces(unique_name):
+    tvmffi.register_global_func(unique_name, lambda: "first")
+    tvmffi.register_global_func(unique_name, lambda: "second", override=True)
+    assert tvmffi.get_global_func(unique_name)() == "second"
+
+
+def test_register_decorator_form(unique_name):
+    @tvmffi.register_global_func(unique_name)
+    def my_func(x):
+        return x * 2
+
+    # The decorator returns the function itself, unchanged.
+    assert my_func(4) == 8
+    assert not isinstance(my_func, tvmffi.Function)
+    assert tvmffi.get_global_func(unique_name)(21) == 42
+
+
+def test_register_decorator_existing_name_raises(unique_name):
+    tvmffi.register_global_func(unique_name, lambda: 1)
+    with pytest.raises(ValueError):
+
+        @tvmffi.register_global_func(unique_name)
+        def again():
+            return 2
+
+    @tvmffi.register_global_func(unique_name, override=True)
+    def replaced():
+        return 3
+
+    assert tvmffi.get_global_func(unique_name)() == 3
+
+
+def test_register_a_function_object(unique_name):
+    add_one = tvmffi.get_global_func("testing.add_one")
+    fn = tvmffi.register_global_func(unique_name, add_one)
+    assert fn.same_as(add_one)
+    assert tvmffi.get_global_func(unique_name)(1) == 2
+
+
+def test_register_non_callable_raises(unique_name):
+    with pytest.raises(TypeError):
+        tvmffi.register_global_func(unique_name, 5)
+    assert tvmffi.get_global_func(unique_name, allow_missing=True) is None
+
+
+def test_registered_function_survives_dropping_python_refs(unique_name):
+    import gc
+
+    tvmffi.register_global_func(unique_name, lambda: "alive")
+    gc.collect()
+    assert tvmffi.get_global_func(unique_name)() == "alive"

@@ -1,0 +1,368 @@
+"""Modules: loading libraries, the system library, lookups, metadata, errors, CLI."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+import tvmffi
+import tvmffi.testing
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "module_fixtures"))
+import build as fixture_build
+
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+@pytest.fixture(scope="session")
+def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    if fixture_build.compiler("cc") is None:
+        pytest.skip("no C compiler")
+    return str(tmp_path_factory.mktemp("modules"))
+
+
+@pytest.fixture(scope="session")
+def plain_path(fixture_dir: str) -> str:
+    return fixture_build.build("plain", fixture_dir)
+
+
+@pytest.fixture(scope="session")
+def cpp_path(fixture_dir: str) -> str:
+    if fixture_build.compiler("c++") is None:
+        pytest.skip("no C++ compiler")
+    return fixture_build.build("cpp", fixture_dir)
+
+
+@pytest.fixture(scope="session")
+def syslib_loaded(fixture_dir: str) -> ctypes.CDLL:
+    path = fixture_build.build("syslib", fixture_dir)
+    return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+
+
+@pytest.fixture(scope="session")
+def nosym_path(fixture_dir: str) -> str:
+    return fixture_build.build("nosym", fixture_dir)
+
+
+@pytest.fixture()
+def plain(plain_path: str) -> tvmffi.Module:
+    return tvmffi.load_module(plain_path)
+
+
+@pytest.fixture()
+def cpp(cpp_path: str) -> tvmffi.Module:
+    return tvmffi.load_module(cpp_path)
+
+
+# ---- loading and basic lookups ---------------------------------------------------
+def test_load_module_returns_module(plain: tvmffi.Module) -> None:
+    assert isinstance(plain, tvmffi.Module)
+    assert isinstance(plain, tvmffi.Object)
+    assert plain.type_key == "ffi.Module"
+    assert plain.kind == "library"
+    assert "library" in repr(plain)
+
+
+def test_load_module_pathlike(plain_path: str) -> None:
+    import pathlib
+
+    mod = tvmffi.load_module(pathlib.Path(plain_path))
+    assert mod.add_int(2, 3) == 5
+
+
+def test_getitem_and_attribute(plain: tvmffi.Module) -> None:
+    f = plain["add_int"]
+    assert isinstance(f, tvmffi.Function)
+    assert f(1, 2) == 3
+    assert plain.add_int(40, 2) == 42
+    assert plain.add_int(-5, 5) == 0
+
+
+def test_missing_function_errors(plain: tvmffi.Module) -> None:
+    with pytest.raises(KeyError, match="nope"):
+        plain["nope"]
+    with pytest.raises(AttributeError, match="nope"):
+        _ = plain.nope
+    assert plain.get_function("nope") is None
+    assert not hasattr(plain, "nope")
+    with pytest.raises(TypeError):
+        plain.get_function(1)  # type: ignore[arg-type]
+
+
+def test_lookup_cache(plain: tvmffi.Module) -> None:
+    f1 = plain["add_int"]
+    assert plain["add_int"] is f1
+    assert plain.get_function("add_int") is f1
+    a1 = plain.add_int
+    assert plain.add_int is a1
+    assert "add_int" in vars(plain)  # attribute hits go through the instance dict
+
+
+def test_cache_never_shadows_methods(plain: tvmffi.Module) -> None:
+    # Names of Module methods stay methods even after item lookups.
+    assert plain.get_function("get_function") is None
+    with pytest.raises(KeyError):
+        plain["kind"]
+    assert plain.kind == "library"
+
+
+def test_function_keeps_module_alive(plain_path: str) -> None:
+    f = tvmffi.load_module(plain_path)["add_int"]
+    gc.collect()
+    assert f(2, 2) == 4
+
+
+def test_implements_function(plain: tvmffi.Module) -> None:
+    assert plain.implements_function("add_int")
+    assert plain.implements_function("add_one_f32")
+    assert not plain.implements_function("nope")
+    assert "add_int" in plain
+    assert "nope" not in plain
+
+
+def test_property_mask(plain: tvmffi.Module) -> None:
+    mask = plain.property_mask
+    assert mask & tvmffi.ModulePropertyMask.RUNNABLE
+    assert mask & tvmffi.ModulePropertyMask.BINARY_SERIALIZABLE
+
+
+# ---- calls through the module ------------------------------------------------------
+def test_add_int_type_error(plain: tvmffi.Module) -> None:
+    with pytest.raises(TypeError, match="add_int expects"):
+        plain.add_int(1.5, 2)
+
+
+@pytest.mark.parametrize(
+    ("index", "exc"),
+    [
+        (0, ValueError),
+        (1, TypeError),
+        (2, RuntimeError),
+        (3, IndexError),
+        (4, KeyError),
+        (5, AttributeError),
+        (6, NotImplementedError),
+    ],
+)
+def test_error_kinds(plain: tvmffi.Module, index: int, exc: type[Exception]) -> None:
+    with pytest.raises(exc, match=r"raised from plain\.c"):
+        plain.raise_error(index)
+
+
+def test_add_one_f32_numpy(plain: tvmffi.Module) -> None:
+    np = pytest.importorskip("numpy")
+    a = np.arange(4, dtype="float32")
+    try:
+        plain.add_one_f32(a)
+    except TypeError:
+        pytest.skip("tvmffi does not convert numpy arrays to tensors (yet)")
+    np.testing.assert_array_equal(a, np.arange(4, dtype="float32") + 1)
+
+
+def test_add_one_f32_official_tensor(plain: tvmffi.Module) -> None:
+    np = pytest.importorskip("numpy")
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    a = np.zeros((2, 3), dtype="float32")
+    t = tvm_ffi.from_dlpack(a)  # a kTVMFFITensor object
+    plain.add_one_f32(t)
+    plain["add_one_f32"](t)
+    np.testing.assert_array_equal(a, np.full((2, 3), 2, dtype="float32"))
+
+
+def test_add_one_f32_rejects_non_tensor(plain: tvmffi.Module) -> None:
+    with pytest.raises(TypeError, match="expects a tensor"):
+        plain.add_one_f32(1)
+
+
+# ---- doc and metadata ----------------------------------------------------------------
+def test_doc_and_metadata_plain(plain: tvmffi.Module) -> None:
+    assert plain.get_function_doc("add_int") == "Add two integers.\n\nReturns a + b."
+    meta = plain.get_function_metadata("add_int")
+    assert meta is not None
+    assert meta["origin"] == "plain.c"
+    assert meta["type_schema"]["type"] == "ffi.Function"
+    assert plain.get_function_signature("add_int") == "(int, int) -> int"
+    assert plain.get_function_doc("add_one_f32") is None
+    assert plain.get_function_metadata("add_one_f32") is None
+    assert plain.get_function_signature("add_one_f32") is None
+
+
+def test_cpp_module(cpp: tvmffi.Module) -> None:
+    assert cpp.kind == "library"
+    assert cpp.mul(6, 7) == 42
+    assert cpp["greet"]("world") == "hello world"
+    assert cpp.get_function_doc("mul") == "Multiply two integers."
+    assert cpp.get_function_doc("greet") is None
+    meta = cpp.get_function_metadata("greet")
+    assert meta is not None
+    assert meta["type_schema"]["type"] == "ffi.Function"
+    assert cpp.get_function_signature("mul") == "(int, int) -> int"
+    assert cpp.get_function_signature("greet") == "(ffi.String) -> ffi.String"
+    with pytest.raises(ValueError, match="bad value 3"):
+        cpp.fail(3)
+    with pytest.raises(TypeError):
+        cpp.mul("a", 2)
+
+
+# ---- imports -------------------------------------------------------------------------
+def test_imports(plain_path: str, cpp_path: str) -> None:
+    a = tvmffi.load_module(plain_path)
+    b = tvmffi.load_module(cpp_path)
+    assert a.imports == []
+    a.import_module(b)
+    imports = a.imports
+    assert len(imports) == 1
+    assert isinstance(imports[0], tvmffi.Module)
+    assert imports[0].same_as(b)
+    assert a.get_function("mul") is None
+    assert not a.implements_function("mul")
+    f = a.get_function("mul", query_imports=True)
+    assert f is not None and f(2, 3) == 6
+    assert a.implements_function("mul", query_imports=True)
+    assert a.get_function_doc("mul", query_imports=True) == "Multiply two integers."
+    assert a.get_function_metadata("mul", query_imports=True) is not None
+    with pytest.raises(RuntimeError, match=r"[Cc]yclic"):
+        b.import_module(a)
+    with pytest.raises(TypeError):
+        a.import_module(1)  # type: ignore[arg-type]
+    a.clear_imports()
+    assert a.imports == []
+
+
+# ---- source / write ------------------------------------------------------------------
+def test_inspect_source_and_write(plain: tvmffi.Module, tmp_path: Any) -> None:
+    assert plain.inspect_source() == ""
+    assert plain.inspect_source("c") == ""
+    assert plain.get_write_formats() == []
+    target = tmp_path / "out.so"
+    with pytest.raises(RuntimeError, match=r"library.*write_to_file"):
+        plain.write_to_file(target)
+    assert not target.exists()
+
+
+# ---- system library ------------------------------------------------------------------
+def test_system_lib(syslib_loaded: ctypes.CDLL) -> None:
+    s = tvmffi.system_lib()
+    assert isinstance(s, tvmffi.Module)
+    assert s.kind == "library"
+    assert s.syslib_add(2, 3) == 5
+    assert s["syslib_add"](4, 4) == 8
+    assert s.implements_function("syslib_add")
+    assert s.get_function("not_registered") is None
+    assert tvmffi.system_lib().same_as(s)  # one module per prefix
+
+
+def test_system_lib_prefix(syslib_loaded: ctypes.CDLL) -> None:
+    s = tvmffi.system_lib("tvmffitest_")
+    assert s.neg(5) == -5
+    assert s.syslib_add(1, 1) == 2  # falls back to unprefixed names
+    with pytest.raises(TypeError):
+        tvmffi.system_lib(1)  # type: ignore[arg-type]
+
+
+# ---- passing modules through FFI -------------------------------------------------------
+def test_module_through_ffi(plain: tvmffi.Module) -> None:
+    back = tvmffi.testing.echo(plain)
+    assert isinstance(back, tvmffi.Module)
+    assert back.same_as(plain)
+    assert back.add_int(1, 1) == 2
+    assert tvmffi.testing.echo([plain])[0].same_as(plain)
+
+
+def test_module_through_official_binding(plain_path: str) -> None:
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    name = "tvmffi_tests.module_identity"
+    tvm_ffi.register_global_func(name, lambda m: m, override=True)
+    ident = tvmffi.get_global_func(name)
+    ours = tvmffi.load_module(plain_path)
+    back = ident(ours)
+    assert isinstance(back, tvmffi.Module)
+    assert back.same_as(ours)
+    official = tvm_ffi.load_module(plain_path)
+    assert official.add_int(1, 2) == 3
+    converted = tvmffi.testing.echo(official)
+    assert isinstance(converted, tvmffi.Module)
+    assert converted.add_int(3, 4) == 7
+    assert tvmffi.testing.echo(tvm_ffi.get_global_func("testing.echo")(ours)).same_as(ours)
+
+
+# ---- load errors -----------------------------------------------------------------------
+def test_missing_file(tmp_path: Any) -> None:
+    path = str(tmp_path / "missing.so")
+    with pytest.raises(FileNotFoundError, match=r"missing\.so"):
+        tvmffi.load_module(path)
+
+
+def test_not_a_library(tmp_path: Any) -> None:
+    path = tmp_path / "bogus.so"
+    path.write_text("this is not a shared library")
+    with pytest.raises(ValueError, match=r"bogus\.so"):
+        tvmffi.load_module(str(path))
+
+
+def test_directory(tmp_path: Any) -> None:
+    with pytest.raises(IsADirectoryError):
+        tvmffi.load_module(str(tmp_path))
+
+
+def test_library_without_symbols(nosym_path: str) -> None:
+    with pytest.raises(ValueError, match=r"libnosym\.so.*__tvm_ffi_"):
+        tvmffi.load_module(nosym_path)
+
+
+# ---- ELF reader and CLI -----------------------------------------------------------------
+def test_exported_function_names(plain_path: str, cpp_path: str, nosym_path: str) -> None:
+    from tvmffi.module import _elf_dynamic_symbols, _exported_function_names
+
+    assert _exported_function_names(plain_path) == ["add_int", "add_one_f32", "raise_error"]
+    assert _exported_function_names(cpp_path) == ["fail", "greet", "mul"]
+    assert _exported_function_names(nosym_path) == []
+    syms = _elf_dynamic_symbols(nosym_path)
+    assert syms is not None and "plain_function" in syms
+    assert _elf_dynamic_symbols(__file__) is None
+
+
+def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-m", "tvmffi", *args], capture_output=True, text=True, env=env,
+        timeout=120,
+    )
+
+
+def test_cli_inspect_plain(plain_path: str) -> None:
+    proc = _run_cli("inspect", plain_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "kind: library" in out
+    assert "add_int(int, int) -> int" in out
+    assert "Add two integers." in out
+    assert "add_one_f32" in out
+    assert "raise_error" in out
+    assert "imports (0)" in out
+
+
+def test_cli_inspect_cpp(cpp_path: str) -> None:
+    proc = _run_cli("inspect", cpp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "mul(int, int) -> int" in proc.stdout
+    assert "Multiply two integers." in proc.stdout
+    assert "greet(ffi.String) -> ffi.String" in proc.stdout
+
+
+def test_cli_inspect_errors(tmp_path: Any, nosym_path: str) -> None:
+    proc = _run_cli("inspect", str(tmp_path / "missing.so"))
+    assert proc.returncode == 1
+    assert "missing.so" in proc.stderr
+    proc = _run_cli("inspect", nosym_path)
+    assert proc.returncode == 1
+    assert "libnosym.so" in proc.stderr
+    proc = _run_cli()
+    assert proc.returncode != 0
