@@ -52,28 +52,40 @@ static int build_container(const char* ctor, TVMFFIObjectHandle* cache, PyObject
   return 0;
 }
 
+/* Converting an element may run Python code (__index__, protocols) that
+ * mutates the container, so elements are converted from a snapshot holding
+ * its own references; nesting depth is bounded like any Python recursion. */
 static int seq_to_array(PyObject* seq, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   static TVMFFIObjectHandle ctor;
-  PyObject* fast = PySequence_Fast(seq, "expected a sequence");
-  if (fast == NULL) return -1;
-  int rc = build_container("ffi.Array", &ctor, PySequence_Fast_ITEMS(fast),
-                           PySequence_Fast_GET_SIZE(fast), out, temps, argpos);
-  Py_DECREF(fast);
+  PyObject* snapshot = PySequence_Tuple(seq);
+  if (snapshot == NULL) return -1;
+  int rc = -1;
+  if (Py_EnterRecursiveCall(" while converting a nested sequence") == 0) {
+    rc = build_container("ffi.Array", &ctor, &PyTuple_GET_ITEM(snapshot, 0),
+                         PyTuple_GET_SIZE(snapshot), out, temps, argpos);
+    Py_LeaveRecursiveCall();
+  }
+  Py_DECREF(snapshot);
   return rc;
 }
 
 static int dict_to_map(PyObject* dict, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   static TVMFFIObjectHandle ctor;
   Py_ssize_t n = PyDict_Size(dict), pos = 0, i = 0;
-  PyObject** kv = PyMem_Malloc(sizeof(PyObject*) * (size_t)(2 * n + 1));
-  if (kv == NULL) return PyErr_NoMemory(), -1;
+  PyObject* snapshot = PyTuple_New(2 * n);
+  if (snapshot == NULL) return -1;
   PyObject *k, *v;
-  while (PyDict_Next(dict, &pos, &k, &v)) {
-    kv[i++] = k; /* borrowed: the dict is not mutated during the conversion */
-    kv[i++] = v;
+  while (i < 2 * n && PyDict_Next(dict, &pos, &k, &v)) {
+    PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(k));
+    PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(v));
   }
-  int rc = build_container("ffi.Map", &ctor, kv, i, out, temps, argpos);
-  PyMem_Free(kv);
+  int rc = -1;
+  if (Py_EnterRecursiveCall(" while converting a nested dict") == 0) {
+    rc = build_container("ffi.Map", &ctor, &PyTuple_GET_ITEM(snapshot, 0), i, out, temps,
+                         argpos);
+    Py_LeaveRecursiveCall();
+  }
+  Py_DECREF(snapshot);
   return rc;
 }
 

@@ -87,17 +87,8 @@ def test_to_function_rejects_non_callable():
         tvmffi.to_function(42)
 
 
-RECURSION_BUG = pytest.mark.xfail(
-    reason="BUG: csrc/any.c seq_to_array()/build_container() recurse through "
-    "tvmffi_py_to_any() for nested lists with no depth limit "
-    "(no Py_EnterRecursiveCall), so a self-referential or very deeply nested "
-    "list overflows the C stack and kills the interpreter with SIGSEGV instead "
-    "of raising RecursionError",
-    strict=True,
-)
 
 
-@RECURSION_BUG
 def test_self_referential_list_gives_clean_error_in_subprocess():
     # Run in a subprocess: a crash must not take the test session down.
     proc = run_python(
@@ -113,7 +104,6 @@ def test_self_referential_list_gives_clean_error_in_subprocess():
     assert "raised" in proc.stdout
 
 
-@RECURSION_BUG
 def test_very_deeply_nested_list_gives_clean_error_in_subprocess():
     proc = run_python(
         "import tvmffi.testing as t\n"
@@ -130,16 +120,6 @@ def test_very_deeply_nested_list_gives_clean_error_in_subprocess():
     assert "raised" in proc.stdout or "ok" in proc.stdout
 
 
-MUTATION_BUG = pytest.mark.xfail(
-    reason="BUG: csrc/any.c seq_to_array() converts the items of a list in place "
-    "(PySequence_Fast returns the list itself and PySequence_Fast_ITEMS borrows its "
-    "ob_item array) and dict_to_map() collects borrowed key/value pointers, while "
-    "converting an item may run Python code (__index__, __float__, __tvm_ffi_value__ "
-    "...). If that code mutates the container, the remaining borrowed pointers dangle: "
-    "use-after-free (SIGSEGV under PYTHONMALLOC=debug, silent garbage otherwise). Fix: "
-    "convert from a snapshot (PySequence_Tuple / copy with owned references)",
-    strict=True,
-)
 
 _MUTATING_ITEM = """
 import tvmffi.testing as t
@@ -152,7 +132,6 @@ class Evil:
 """
 
 
-@MUTATION_BUG
 def test_list_mutated_during_conversion_is_memory_safe():
     proc = run_python(
         _MUTATING_ITEM + "lst = []\n"
@@ -169,7 +148,6 @@ def test_list_mutated_during_conversion_is_memory_safe():
     assert "survived" in proc.stdout
 
 
-@MUTATION_BUG
 def test_dict_mutated_during_conversion_is_memory_safe():
     proc = run_python(
         _MUTATING_ITEM + "d = {}\n"
