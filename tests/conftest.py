@@ -163,14 +163,18 @@ def map_get(m: tvmffi.Object, key: Any) -> Any:
     return tvmffi.get_global_func("ffi.MapGetItem")(m, key)
 
 
+# Where the tvmffi under test was imported from (the installed package, or
+# src/ for an in-place build): subprocesses must import that same one.
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tvmffi.__file__)))
+
+
 def run_python(
     code: str, timeout: float = 60, env_extra: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter that imports this checkout's tvmffi."""
     env = dict(os.environ)
     env.update(env_extra or {})
-    src = os.path.join(os.path.dirname(HERE), "src")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
     return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -17,7 +17,8 @@ import tvmffi.testing
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "module_fixtures"))
 import build as fixture_build
 
-SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+# Subprocesses import the same tvmffi as this test run (installed, or src/).
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(tvmffi.__file__)))
 
 
 @pytest.fixture(scope="session")
