@@ -30,7 +30,7 @@ test: $(VENV)/.installed $(VENV)/.test-deps
 	$(PY) -m pytest -q tests
 
 bench: $(VENV)/.installed $(VENV)/.test-deps
-	$(PY) benchmarks/bench_calls.py
+	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
 
 lint: $(VENV)/.test-deps
 	$(VENV)/bin/ruff check src tests benchmarks examples

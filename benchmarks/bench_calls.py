@@ -23,6 +23,13 @@ def _env() -> dict[str, object]:
     for prefix, get in (("o_", tvmffi.get_global_func), ("t_", tvm_ffi.get_global_func)):
         for name in ("nop", "echo", "add_one", "apply"):
             env[prefix + name] = get("testing." + name)
+    # Separate handles with the GIL kept: shows the call path without the
+    # two GIL transitions (~25-40 ns here) that both bindings pay by default.
+    for prefix, get in (("og_", tvmffi.get_global_func), ("tg_", tvm_ffi.get_global_func)):
+        for name in ("nop", "echo", "add_one"):
+            func = get("testing." + name)
+            func.release_gil = False
+            env[prefix + name] = func
     env["s100"] = "x" * 100
     env["pyfunc"] = lambda x: x
     return env
@@ -36,6 +43,9 @@ CORE_CASES = [
     Case("echo(<100-char str>)", "o_echo(s100)", "t_echo(s100)"),
     Case("echo(None)", "o_echo(None)", "t_echo(None)"),
     Case("apply(<python callable>, 1)", "o_apply(pyfunc, 1)", "t_apply(pyfunc, 1)"),
+    Case("nop() [release_gil=False]", "og_nop()", "tg_nop()"),
+    Case("add_one(1) [release_gil=False]", "og_add_one(1)", "tg_add_one(1)"),
+    Case("echo(None) [release_gil=False]", "og_echo(None)", "tg_echo(None)"),
 ]
 
 
