@@ -13,7 +13,7 @@ $(VENV)/.base:
 	touch $@
 
 $(VENV)/.test-deps: $(VENV)/.base
-	$(PIP) install "pytest>=7" "numpy>=1.24" ruff mypy
+	$(PIP) install "pytest>=7" "numpy>=1.24" ruff mypy "torch==2.13.0" ml_dtypes
 	touch $@
 
 # Build against the runtime installed in the venv so headers and library match.

@@ -161,8 +161,10 @@ extern PyTypeObject* tvmffi_numpy_ndarray_type;
 int tvmffi_tensor_init_types(PyObject* module);
 /* 1 when values of `tp` convert as tensors (TensorView, __dlpack__ producers). */
 int tvmffi_is_tensor_type(PyTypeObject* tp);
-/* A tensor argument: a TensorView travels as DLTensor*, anything else as a
- * Tensor object (owned by `temps`) that keeps its source alive. */
+/* A tensor argument: a TensorView travels as DLTensor* (when argpos >= 0; a
+ * value converted without a position may be kept, so it becomes a Tensor),
+ * anything else as a Tensor object (owned by `temps`) that keeps its source
+ * alive. */
 int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
 /* Same, for an object known to be a numpy.ndarray (or subclass). */
 int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);

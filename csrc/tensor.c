@@ -7,16 +7,19 @@
  *                      keeps whatever its source handed out alive.
  *
  * Python objects become tensors by the cheapest route that is still safe:
- *   - numpy.ndarray: shape/strides/data from the buffer protocol, the dtype
- *     from the array's descr (cached per descr), and ONE allocation holding a
- *     DLManagedTensorVersioned plus shape and strides, whose deleter drops the
- *     reference it holds on the array;
+ *   - numpy.ndarray: data/shape/strides/descr read from the array (see the
+ *     NumPy section; the buffer protocol is the fallback), the dtype cached
+ *     per descr, and ONE allocation holding a DLManagedTensorVersioned plus
+ *     shape and strides, whose deleter drops the reference it holds on the
+ *     array; no capsule;
  *   - types with a DLPack C exchange API (__dlpack_c_exchange_api__, e.g.
- *     torch.Tensor): torch's non-owning DLTensor export copied into the same
- *     kind of block, other producers' managed tensor export;
+ *     torch.Tensor): the producer's managed tensor export, in C; for tensors
+ *     on a device with streams, the producer's current stream becomes the
+ *     environment stream for the call unless use_stream() is active;
  *   - anything else with __dlpack__: the Python protocol, versioned capsule
  *     when the producer supports it, legacy otherwise; capsules are renamed
- *     "used_..." once consumed.
+ *     "used_..." once consumed; __dlpack_device__ is checked against the
+ *     tensor; errors name the argument.
  * The resulting managed tensor is wrapped by TVMFFITensorFromDLPackVersioned,
  * so the callee gets a Tensor object that owns a reference to its source.
  *
@@ -34,6 +37,7 @@ static PyObject* g_str_isnative;
 static PyObject* g_str_dlpack;
 static PyObject* g_str_dlpack_device;
 static PyObject* g_max_version_kwargs; /* {"max_version": (1, 0)} */
+static PyObject* g_empty_tuple;
 
 static const char* const kCapsule = "dltensor";
 static const char* const kCapsuleUsed = "used_dltensor";
@@ -438,13 +442,6 @@ static int numpy_managed(PyObject* arr, Py_ssize_t argpos, DLManagedTensorVersio
 }
 
 /* ---- DLPack C exchange API (__dlpack_c_exchange_api__ on the type) ---------- */
-#define API_CACHE_SIZE 16
-static struct {
-  PyTypeObject* type;
-  const DLPackExchangeAPI* api; /* NULL: the type has none (usable) */
-  int is_torch;
-} g_api_cache[API_CACHE_SIZE];
-
 static const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp) {
   PyObject* attr = PyObject_GetAttrString((PyObject*)tp, "__dlpack_c_exchange_api__");
   if (attr == NULL) {
@@ -466,34 +463,61 @@ static const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp) {
   return api;
 }
 
-static const DLPackExchangeAPI* exchange_api_of(PyTypeObject* tp, int* is_torch) {
-  size_t slot = ((uintptr_t)tp >> 4) % API_CACHE_SIZE;
-  if (g_api_cache[slot].type != tp) {
-    const DLPackExchangeAPI* api = lookup_exchange_api(tp);
-    Py_INCREF(tp);
-    Py_XSETREF(g_api_cache[slot].type, tp);
-    g_api_cache[slot].api = api;
-    g_api_cache[slot].is_torch = is_torch_type(tp);
-  }
-  *is_torch = g_api_cache[slot].is_torch;
-  return g_api_cache[slot].api;
+/* An ndarray subclass that overrides __dlpack__ gets the protocol route. */
+static int same_dlpack_as_ndarray(PyTypeObject* tp) {
+  if (tp == tvmffi_numpy_ndarray_type) return 1;
+  PyObject* mine = PyObject_GetAttr((PyObject*)tp, g_str_dlpack);
+  PyObject* base = PyObject_GetAttr((PyObject*)tvmffi_numpy_ndarray_type, g_str_dlpack);
+  int same = mine != NULL && mine == base;
+  Py_XDECREF(mine);
+  Py_XDECREF(base);
+  PyErr_Clear();
+  return same;
 }
 
-/* Managed tensor from an exchange API. For torch, the non-owning DLTensor
- * export plus a block that keeps the Python tensor alive (torch tensors own
- * their storage, so holding the tensor holds the data). */
-static int exchange_managed(PyObject* obj, const DLPackExchangeAPI* api, int is_torch,
-                            Py_ssize_t argpos, DLManagedTensorVersioned** out) {
-  if (is_torch && api->dltensor_from_py_object_no_sync != NULL) {
-    DLTensor dl;
-    if (api->dltensor_from_py_object_no_sync(obj, &dl) != 0) {
-      return wrap_error(argpos, obj, "DLPack export");
-    }
-    ManagedBlock* b = block_from_dl(&dl, obj);
-    if (b == NULL) return -1;
-    *out = &b->managed;
-    return 0;
+/* How values of a Python type become tensors, decided once per type. */
+typedef enum {
+  TK_NDARRAY = 1, /* numpy.ndarray and subclasses */
+  TK_VIEW,        /* tvmffi.TensorView */
+  TK_OBJECT,      /* tvmffi.Object (a Tensor when its handle is one) */
+  TK_EXCHANGE,    /* DLPack C exchange API on the type */
+  TK_PROTOCOL,    /* Python __dlpack__ / __dlpack_device__ */
+} TensorKind;
+
+#define TYPE_CACHE_SIZE 32
+typedef struct {
+  PyTypeObject* type; /* owned, so a reused address never aliases */
+  TensorKind kind;
+  const DLPackExchangeAPI* api;
+  int is_torch;
+} TypeEntry;
+static TypeEntry g_type_cache[TYPE_CACHE_SIZE];
+
+static const TypeEntry* type_entry(PyTypeObject* tp) {
+  TypeEntry* e = &g_type_cache[((uintptr_t)tp >> 4) % TYPE_CACHE_SIZE];
+  if (e->type == tp) return e;
+  TypeEntry fresh = {tp, TK_PROTOCOL, NULL, 0};
+  if (is_ndarray_type(tp) && same_dlpack_as_ndarray(tp)) {
+    fresh.kind = TK_NDARRAY;
+  } else if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) {
+    fresh.kind = TK_VIEW;
+  } else if (PyType_IsSubtype(tp, &TVMFFIObjectType)) {
+    fresh.kind = TK_OBJECT;
+  } else if ((fresh.api = lookup_exchange_api(tp)) != NULL) {
+    fresh.kind = TK_EXCHANGE;
+    fresh.is_torch = is_torch_type(tp);
   }
+  Py_INCREF(tp);
+  PyTypeObject* old = e->type;
+  *e = fresh;
+  Py_XDECREF(old);
+  return e;
+}
+
+/* Managed tensor from an exchange API. (For torch this is also faster than
+ * its non-owning DLTensor export plus a block of our own.) */
+static int exchange_managed(PyObject* obj, const DLPackExchangeAPI* api, Py_ssize_t argpos,
+                            DLManagedTensorVersioned** out) {
   if (api->managed_tensor_from_py_object_no_sync(obj, out) != 0) {
     return wrap_error(argpos, obj, "DLPack export");
   }
@@ -539,23 +563,44 @@ static int protocol_device(PyObject* obj, Py_ssize_t argpos, DLDevice* dev) {
   return rc;
 }
 
+/* obj.__dlpack__(**kwargs), with stream=<handle> added when a stream is given. */
+static PyObject* call_dlpack(PyObject* method, PyObject* kwargs, void* stream) {
+  if (stream == NULL) {
+    return kwargs ? PyObject_Call(method, g_empty_tuple, kwargs) : PyObject_CallNoArgs(method);
+  }
+  PyObject* kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+  PyObject* s = PyLong_FromVoidPtr(stream);
+  PyObject* res = NULL;
+  if (kw != NULL && s != NULL && PyDict_SetItemString(kw, "stream", s) == 0) {
+    res = PyObject_Call(method, g_empty_tuple, kw);
+  }
+  Py_XDECREF(kw);
+  Py_XDECREF(s);
+  return res;
+}
+
 /* A fresh capsule from obj.__dlpack__(): versioned when the producer accepts
- * max_version, legacy otherwise. Sets *versioned. New reference. */
-static PyObject* protocol_capsule(PyObject* obj, Py_ssize_t argpos, int* versioned) {
+ * max_version, legacy otherwise. Sets *versioned. New reference. For a device
+ * with streams, the producer is given the environment stream (when one is
+ * set) so it can order its pending work before ours, per the array API. */
+static PyObject* protocol_capsule(PyObject* obj, Py_ssize_t argpos, const DLDevice* dev,
+                                  int* versioned) {
   PyObject* cap;
   if (PyCapsule_CheckExact(obj)) {
     cap = Py_NewRef(obj); /* from_dlpack(capsule) */
   } else {
+    void* stream = NULL;
+    if (dev != NULL && dev->device_type != kDLCPU) {
+      stream = TVMFFIEnvGetStream(dev->device_type, dev->device_id);
+    }
     PyObject* method = PyObject_GetAttr(obj, g_str_dlpack);
     if (method == NULL) return wrap_error(argpos, obj, "__dlpack__"), NULL;
-    PyObject* empty = PyTuple_New(0);
-    cap = empty ? PyObject_Call(method, empty, g_max_version_kwargs) : NULL;
+    cap = call_dlpack(method, g_max_version_kwargs, stream);
     if (cap == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
       /* A producer older than DLPack 1.0 does not take max_version. */
       PyErr_Clear();
-      cap = PyObject_CallNoArgs(method);
+      cap = call_dlpack(method, NULL, stream);
     }
-    Py_XDECREF(empty);
     Py_DECREF(method);
     if (cap == NULL) return wrap_error(argpos, obj, "__dlpack__()"), NULL;
   }
@@ -609,7 +654,7 @@ static PyObject* protocol_checked_capsule(PyObject* obj, Py_ssize_t argpos, int*
   DLDevice dev = {kDLCPU, 0};
   int has_dev = PyCapsule_CheckExact(obj) ? 0 : protocol_device(obj, argpos, &dev);
   if (has_dev < 0) return NULL;
-  PyObject* cap = protocol_capsule(obj, argpos, versioned);
+  PyObject* cap = protocol_capsule(obj, argpos, has_dev ? &dev : NULL, versioned);
   if (cap == NULL) return NULL;
   DLTensor* dl = capsule_dl(cap, *versioned);
   if (has_dev && (dl->device.device_type != dev.device_type ||
@@ -656,39 +701,55 @@ static int is_tensor_object(PyObject* obj) {
  * framework's current stream for the tensor's device is adopted for the call. */
 static int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int contiguous,
                                  TempList* temps, TVMFFIObjectHandle* out) {
-  PyTypeObject* tp = Py_TYPE(obj);
   DLManagedTensorVersioned* mt;
-  if (tp == tvmffi_numpy_ndarray_type || is_ndarray_type(tp)) {
-    if (numpy_managed(obj, argpos, &mt) != 0) return -1;
-    return wrap_managed(mt, align, contiguous, out);
-  }
-  if (is_tensor_object(obj) && align == 0 && !contiguous) {
-    *out = ((TVMFFIPyObject*)obj)->handle;
-    TVMFFIObjectIncRef(*out);
-    return 0;
-  }
-  if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) {
-    ManagedBlock* b = block_from_dl(view_dl(obj), obj);
-    if (b == NULL) return -1;
-    return wrap_managed(&b->managed, align, contiguous, out);
-  }
-  int is_torch;
-  const DLPackExchangeAPI* api = exchange_api_of(tp, &is_torch);
-  if (api != NULL) {
-    if (exchange_managed(obj, api, is_torch, argpos, &mt) != 0) return -1;
-    DLDevice dev = mt->dl_tensor.device;
-    if (wrap_managed(mt, align, contiguous, out) != 0) return -1;
-    if (temps != NULL && dev.device_type != kDLCPU && api->current_work_stream != NULL) {
-      void* stream = NULL;
-      if (api->current_work_stream(dev.device_type, dev.device_id, &stream) != 0 ||
-          tvmffi_stream_adopt(dev.device_type, dev.device_id, stream, temps) != 0) {
-        TVMFFIObjectDecRef(*out);
-        return wrap_error(argpos, obj, "current_work_stream()");
-      }
+  const TypeEntry* e = type_entry(Py_TYPE(obj));
+  switch (e->kind) {
+    case TK_NDARRAY:
+      if (numpy_managed(obj, argpos, &mt) != 0) return -1;
+      return wrap_managed(mt, align, contiguous, out);
+    case TK_VIEW: {
+      ManagedBlock* b = block_from_dl(view_dl(obj), obj);
+      if (b == NULL) return -1;
+      return wrap_managed(&b->managed, align, contiguous, out);
     }
-    return 0;
+    case TK_OBJECT: {
+      if (!is_tensor_object(obj)) {
+        return arg_error(PyExc_TypeError, argpos, "expected a tensor, got '%.200s'",
+                         Py_TYPE(obj)->tp_name);
+      }
+      TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
+      if (align == 0 && !contiguous) {
+        TVMFFIObjectIncRef(h);
+        *out = h;
+        return 0;
+      }
+      /* Re-import to have the runtime check the requirements. */
+      if (TVMFFITensorToDLPackVersioned(h, &mt) != 0) {
+        tvmffi_raise_ffi_error();
+        return -1;
+      }
+      return wrap_managed(mt, align, contiguous, out);
+    }
+    case TK_EXCHANGE: {
+      if (exchange_managed(obj, e->api, argpos, &mt) != 0) return -1;
+      DLDevice dev = mt->dl_tensor.device;
+      if (wrap_managed(mt, align, contiguous, out) != 0) return -1;
+      if (temps != NULL && dev.device_type != kDLCPU && e->api->current_work_stream != NULL) {
+        void* stream = NULL;
+        if (e->api->current_work_stream(dev.device_type, dev.device_id, &stream) != 0) {
+          TVMFFIObjectDecRef(*out);
+          return wrap_error(argpos, obj, "current_work_stream()");
+        }
+        if (tvmffi_stream_adopt(dev.device_type, dev.device_id, stream, temps) != 0) {
+          TVMFFIObjectDecRef(*out);
+          return -1;
+        }
+      }
+      return 0;
+    }
+    default:
+      return protocol_to_handle(obj, argpos, align, contiguous, out);
   }
-  return protocol_to_handle(obj, argpos, align, contiguous, out);
 }
 
 static void set_tensor_any(TVMFFIAny* out, TVMFFIObjectHandle h) {
@@ -714,7 +775,10 @@ int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssi
 }
 
 int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
-  if (Py_TYPE(obj) == &TVMFFITensorViewType) {
+  /* A view is a DLTensor* only as a call argument. Without a position the
+   * value is kept (a callback's result, a field, an owned Any), and a raw
+   * pointer would dangle: it becomes a Tensor that keeps the view alive. */
+  if (Py_TYPE(obj) == &TVMFFITensorViewType && argpos >= 0) {
     out->type_index = kTVMFFIDLTensorPtr;
     out->zero_padding = 0;
     out->v_ptr = view_dl(obj);
@@ -797,7 +861,9 @@ static PyObject* dlpack_export(TVMFFIObjectHandle h, PyObject* args, PyObject* k
                                    &max_version, &dl_device, &copy)) {
     return NULL;
   }
-  (void)stream; /* the data is ready on every stream: nothing to synchronise */
+  /* No synchronisation: a Tensor records no pending work or producing stream;
+   * kernels that wrote it ran on the environment stream the caller chose. */
+  (void)stream;
   const DLTensor* dl = (const DLTensor*)tvmffi_cell(h);
   if (copy != Py_None) {
     int c = PyObject_IsTrue(copy);
@@ -1039,8 +1105,9 @@ static PyObject* view_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) 
                  tp->tp_name);
     return NULL;
   }
-  int is_torch = 0;
-  const DLPackExchangeAPI* api = PyCapsule_CheckExact(obj) ? NULL : exchange_api_of(tp, &is_torch);
+  const TypeEntry* e = PyCapsule_CheckExact(obj) ? NULL : type_entry(tp);
+  const DLPackExchangeAPI* api = e != NULL && e->kind == TK_EXCHANGE ? e->api : NULL;
+  int is_torch = e != NULL && e->is_torch;
   if (api != NULL && is_torch && api->dltensor_from_py_object_no_sync != NULL) {
     DLTensor dl;
     if (api->dltensor_from_py_object_no_sync(obj, &dl) != 0) {
@@ -1214,8 +1281,9 @@ int tvmffi_tensor_init_types(PyObject* module) {
   g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
   g_str_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
   g_max_version_kwargs = Py_BuildValue("{s(ii)}", "max_version", 1, 0);
+  g_empty_tuple = PyTuple_New(0);
   if (g_str_dtype == NULL || g_str_isnative == NULL || g_str_dlpack == NULL ||
-      g_str_dlpack_device == NULL || g_max_version_kwargs == NULL) {
+      g_str_dlpack_device == NULL || g_max_version_kwargs == NULL || g_empty_tuple == NULL) {
     return -1;
   }
   if (PyType_Ready(&TVMFFITensorType) < 0 || PyType_Ready(&TVMFFITensorViewType) < 0) return -1;

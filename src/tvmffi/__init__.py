@@ -19,8 +19,6 @@ from .function import (
     to_function,
 )
 from .module import Module, ModulePropertyMask, load_module, system_lib
-from .stream import current_stream, use_stream
-from .tensor import Tensor, TensorView, from_dlpack
 from .object import (
     MISSING,
     FieldInfo,
@@ -33,6 +31,8 @@ from .object import (
     type_index,
     type_key,
 )
+from .stream import current_stream, use_stream
+from .tensor import Tensor, TensorView, from_dlpack
 
 __version__ = "0.1.0"
 

@@ -46,7 +46,7 @@ def current_stream(device: Any) -> int:
     return int(_core.current_stream(dev.dlpack_device_type, dev.index))
 
 
-class use_stream:  # noqa: N801 - used like a function: ``with use_stream(dev, s):``
+class use_stream:
     """Context manager that makes ``stream`` the environment stream of ``device``.
 
     ``stream`` is an int handle (e.g. a ``cudaStream_t``) or an object with a

@@ -11,11 +11,20 @@ the caller promises that ``array`` outlives every use of the view.
 Any DLPack producer passed to a ``Function`` (NumPy, PyTorch, CuPy, JAX arrays,
 ``tvm_ffi.Tensor``) becomes a ``Tensor`` automatically, without copying.
 
-Negative strides are passed as they are: DLPack counts strides as signed
-element counts, so ``arr[::-1]`` is expressible. Consumers that cannot
-represent them (PyTorch) refuse such tensors on their side. NumPy arrays whose
-byte strides are not multiples of the itemsize, or with non-native byte order,
-cannot be expressed in DLPack and raise ``ValueError``.
+A ``TensorView`` that is *kept* rather than passed (a callback's return value,
+a field assignment) becomes a ``Tensor`` that keeps the view alive, since a raw
+``DLTensor*`` cannot own anything.
+
+Layouts: non-contiguous, zero-size and 0-d arrays pass unchanged. Negative
+strides are passed as they are too: DLPack counts strides as signed element
+counts, so ``arr[::-1]`` is expressible and ``numpy.from_dlpack`` takes it
+back; note that PyTorch 2.x cannot import negative strides (it aborts the
+process, with NumPy's own export as well), so do not hand such tensors to
+``torch.from_dlpack``. NumPy arrays whose byte strides are not multiples of the
+itemsize, with non-native byte order, or of sub-byte dtypes stored one per
+byte (ml_dtypes ``int4``) cannot be expressed in DLPack and raise
+``ValueError`` naming the argument. The runtime's Tensor does not keep the
+DLPack read-only flag, so a read-only NumPy array comes back writable.
 """
 
 from __future__ import annotations

@@ -1,0 +1,71 @@
+"""Tensor-argument benchmark: tvmffi vs the official tvm_ffi binding in one process.
+
+Run: ``make bench`` (or ``python benchmarks/bench_tensors.py``).
+
+Cases: three tensors already converted by each binding's ``from_dlpack``; three
+NumPy arrays and three torch CPU tensors converted on every call; ``echo`` of a
+NumPy array, which converts the argument and wraps the returned tensor. The
+``[release_gil=False]`` rows leave out the two GIL transitions that both
+bindings pay by default, to show the conversion cost itself.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import numpy as np
+import torch
+import tvm_ffi
+from _harness import Case, floor_ns, machine, measure, table
+
+import tvmffi
+import tvmffi.testing
+
+
+def _env() -> dict[str, object]:
+    env: dict[str, object] = {}
+    for prefix, get in (("o_", tvmffi.get_global_func), ("t_", tvm_ffi.get_global_func)):
+        for name in ("nop", "echo"):
+            env[prefix + name] = get("testing." + name)
+    for prefix, get in (("og_", tvmffi.get_global_func), ("tg_", tvm_ffi.get_global_func)):
+        for name in ("nop", "echo"):
+            func = get("testing." + name)
+            func.release_gil = False
+            env[prefix + name] = func
+    x = np.zeros((16, 16), dtype="float32")
+    env["x"] = x
+    env["y"] = torch.zeros(16, 16)
+    env["ot"] = tvmffi.from_dlpack(x)
+    env["tt"] = tvm_ffi.from_dlpack(x)
+    return env
+
+
+CASES = [
+    Case("nop(t, t, t) [from_dlpack tensors]", "o_nop(ot, ot, ot)", "t_nop(tt, tt, tt)"),
+    Case("nop(x, x, x) [3 NumPy arrays]", "o_nop(x, x, x)", "t_nop(x, x, x)"),
+    Case("nop(x, x, x) [3 torch CPU tensors]", "o_nop(y, y, y)", "t_nop(y, y, y)"),
+    Case("echo(x) [NumPy array -> Tensor]", "o_echo(x)", "t_echo(x)"),
+    Case("echo(x) [torch tensor -> Tensor]", "o_echo(y)", "t_echo(y)"),
+    Case("nop(x, x, x) [NumPy, release_gil=False]", "og_nop(x, x, x)", "tg_nop(x, x, x)"),
+    Case("nop(x, x, x) [torch, release_gil=False]", "og_nop(y, y, y)", "tg_nop(y, y, y)"),
+]
+
+
+def main() -> None:
+    """Measure and print the table."""
+    env = _env()
+    rows = measure(CASES, env)
+    print(
+        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
+        f"tvm_ffi {tvm_ffi.__version__}, runtime {tvmffi.tvm_ffi_version()}, "
+        f"numpy {np.__version__}, torch {torch.__version__}"
+    )
+    print(table(rows, floor_ns(env)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,637 @@
+"""Tensors, TensorView, DLPack in both directions, dtypes and streams."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tvmffi
+import tvmffi.testing as T
+
+torch = pytest.importorskip("torch")
+ml_dtypes = pytest.importorskip("ml_dtypes")
+tvm_ffi = pytest.importorskip("tvm_ffi")
+
+HAS_CUDA = torch.cuda.is_available()
+needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+
+
+def shares(a: Any, b: Any) -> bool:
+    return bool(np.shares_memory(np.asarray(a), np.asarray(b)))
+
+
+# ---- basics ------------------------------------------------------------------------
+def test_from_dlpack_properties() -> None:
+    a = np.arange(12, dtype="float32").reshape(3, 4)
+    t = tvmffi.from_dlpack(a)
+    assert isinstance(t, tvmffi.Tensor)
+    assert isinstance(t, tvmffi.Object)
+    assert t.type_index == 70
+    assert t.shape == (3, 4)
+    assert t.strides == (4, 1)
+    assert t.ndim == 2
+    assert t.dtype == tvmffi.DataType("float32")
+    assert t.device == tvmffi.cpu(0)
+    assert t.__dlpack_device__() == (1, 0)
+    assert t.data_ptr == a.ctypes.data
+    assert "shape=(3, 4)" in repr(t) and "float32" in repr(t)
+    # Tensor(x) is from_dlpack(x); a Tensor imports as itself.
+    assert tvmffi.Tensor(a).data_ptr == a.ctypes.data
+    assert tvmffi.from_dlpack(t) is t
+
+
+def test_shared_memory_both_ways() -> None:
+    a = np.zeros((2, 3), dtype="int32")
+    t = tvmffi.from_dlpack(a)
+    b = np.from_dlpack(t)
+    assert shares(a, b)
+    b[1, 2] = 7
+    assert a[1, 2] == 7
+    a[0, 0] = -3
+    assert b[0, 0] == -3
+    tt = torch.from_dlpack(t)
+    tt[0, 1] = 11
+    assert a[0, 1] == 11
+
+
+def test_function_results_are_tensors() -> None:
+    a = np.arange(6, dtype="int64")
+    r = T.echo(a)
+    assert type(r) is tvmffi.Tensor
+    assert r.data_ptr == a.ctypes.data
+    back = np.from_dlpack(r)
+    back[0] = 100
+    assert a[0] == 100
+    # a Tensor argument comes back as the very same FFI object
+    t = tvmffi.from_dlpack(a)
+    assert T.echo(t).same_as(t)
+
+
+def test_torch_round_trip() -> None:
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    r = T.echo(x)
+    assert type(r) is tvmffi.Tensor
+    assert r.shape == (3, 4) and r.strides == (4, 1)
+    assert r.data_ptr == x.data_ptr()
+    y = torch.from_dlpack(r)
+    y[0, 0] = 42
+    assert x[0, 0] == 42
+    n = np.from_dlpack(tvmffi.from_dlpack(x))
+    n[2, 3] = -1
+    assert x[2, 3] == -1
+
+
+def test_capsule_input_and_consumption() -> None:
+    a = np.arange(4.0)
+    cap = a.__dlpack__()
+    t = tvmffi.from_dlpack(cap)
+    assert t.data_ptr == a.ctypes.data
+    with pytest.raises(ValueError, match="unconsumed"):
+        tvmffi.from_dlpack(cap)  # renamed "used_dltensor"
+    vcap = a.__dlpack__(max_version=(1, 0))
+    assert tvmffi.from_dlpack(vcap).shape == (4,)
+    with pytest.raises(ValueError, match="used_dltensor_versioned"):
+        tvmffi.from_dlpack(vcap)
+
+
+def test_from_dlpack_rejects_non_producers() -> None:
+    with pytest.raises(TypeError, match="DLPack"):
+        tvmffi.from_dlpack([1, 2, 3])
+    with pytest.raises(TypeError, match="tensor"):
+        tvmffi.from_dlpack(tvmffi.Array([1]))
+
+
+def test_require_contiguous_and_alignment() -> None:
+    a = np.zeros((4, 4), dtype="float32")
+    tvmffi.from_dlpack(a, require_contiguous=True)
+    with pytest.raises(RuntimeError, match="contiguous"):
+        tvmffi.from_dlpack(a[:, ::2], require_contiguous=True)
+    raw = np.zeros(17, dtype="uint8")
+    base = raw.ctypes.data
+    off = 1 if base % 2 == 0 else 0  # an odd address
+    with pytest.raises(RuntimeError, match="aligned"):
+        tvmffi.from_dlpack(raw[off:], require_alignment=2)
+
+
+# ---- dtypes --------------------------------------------------------------------------
+NUMPY_DTYPES = [
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NUMPY_DTYPES)
+def test_numpy_dtype_round_trip(name: str) -> None:
+    a = (np.arange(6) % 2).astype(name).reshape(2, 3)
+    r = T.echo(a)
+    assert r.dtype == tvmffi.DataType(np.dtype(name))
+    assert str(r.dtype) == ("bool" if name == "bool" else name)
+    b = np.from_dlpack(r)
+    assert b.dtype == a.dtype and shares(a, b)
+    np.testing.assert_array_equal(a, b)
+    b[0, 0] = 1
+    assert a[0, 0] == 1
+
+
+TORCH_DTYPES = [
+    ("bool", "bool"), ("int8", "int8"), ("int16", "int16"), ("int32", "int32"),
+    ("int64", "int64"), ("uint8", "uint8"), ("uint16", "uint16"), ("uint32", "uint32"),
+    ("uint64", "uint64"), ("float16", "float16"), ("bfloat16", "bfloat16"),
+    ("float32", "float32"), ("float64", "float64"), ("complex64", "complex64"),
+    ("complex128", "complex128"), ("float8_e4m3fn", "float8_e4m3fn"),
+    ("float8_e5m2", "float8_e5m2"), ("float8_e4m3fnuz", "float8_e4m3fnuz"),
+    ("float8_e5m2fnuz", "float8_e5m2fnuz"), ("float8_e8m0fnu", "float8_e8m0fnu"),
+    ("float4_e2m1fn_x2", "float4_e2m1fnx2"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("torch_name", "ffi_name"), TORCH_DTYPES)
+def test_torch_dtype_round_trip(torch_name: str, ffi_name: str) -> None:
+    tdtype = getattr(torch, torch_name)
+    assert tvmffi.DataType(tdtype) == tvmffi.DataType(ffi_name)
+    assert str(tvmffi.DataType(tdtype)) == ffi_name
+    x = torch.zeros(2, 3, dtype=torch.uint8).view(tdtype) if tdtype.itemsize == 1 else None
+    if x is None:
+        x = torch.zeros(2, 3, dtype=tdtype)
+    r = T.echo(x)
+    assert r.dtype == tvmffi.DataType(ffi_name)
+    assert r.data_ptr == x.data_ptr()
+    y = torch.from_dlpack(r)
+    assert y.dtype == tdtype and y.data_ptr() == x.data_ptr() and y.shape == x.shape
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+     "float8_e8m0fnu", "float8_e4m3", "float8_e3m4", "float8_e4m3b11fnuz"],
+)  # fmt: skip
+def test_ml_dtypes_arrays(name: str) -> None:
+    dt = np.dtype(getattr(ml_dtypes, name))
+    assert tvmffi.DataType(dt) == tvmffi.DataType(name)
+    assert tvmffi.DataType(getattr(ml_dtypes, name)) == tvmffi.DataType(name)
+    a = np.zeros(4, dtype=np.uint8).view(dt) if dt.itemsize == 1 else np.zeros(4, dtype=dt)
+    r = T.echo(a)
+    assert str(r.dtype) == name
+    assert r.data_ptr == a.ctypes.data
+    tdtype = getattr(torch, name, None)
+    if tdtype is not None:  # torch understands this DLPack dtype: same memory
+        y = torch.from_dlpack(r)
+        assert y.dtype == tdtype and y.data_ptr() == a.ctypes.data
+
+
+def test_padded_subbyte_numpy_dtype_rejected() -> None:
+    a = np.zeros(4, dtype=ml_dtypes.int4)
+    with pytest.raises(ValueError, match=r"argument 0: .*sub-byte"):
+        T.echo(a)
+
+
+def test_dtype_object_mapping() -> None:
+    assert tvmffi.DataType(torch.float8_e4m3fn) == "float8_e4m3fn"
+    assert tvmffi.DataType(torch.bfloat16).code == 4
+    assert tvmffi.DataType(torch.bool) == "bool"
+    assert tvmffi.DataType(np.float16) == "float16"
+    assert tvmffi.DataType(np.dtype("complex64")) == "complex64"
+    assert tvmffi.DataType("complex128").code == 5
+    v = tvmffi.DataType("float32x4")
+    assert (v.code, v.bits, v.lanes) == (2, 32, 4)
+    assert str(tvmffi.DataType("float8_e5m2x2")) == "float8_e5m2x2"
+    with pytest.raises(TypeError):
+        tvmffi.DataType(torch.qint8)
+    with pytest.raises(TypeError):
+        tvmffi.DataType(np.dtype("O"))
+    with pytest.raises(TypeError):
+        tvmffi.DataType(None)
+
+
+# ---- layouts ------------------------------------------------------------------------
+def test_non_contiguous() -> None:
+    a = np.arange(24, dtype="float64").reshape(4, 6)
+    v = a[1:, ::2]
+    r = T.echo(v)
+    assert r.shape == (3, 3)
+    assert r.strides == (6, 2)
+    assert r.data_ptr == v.ctypes.data
+    b = np.from_dlpack(r)
+    np.testing.assert_array_equal(b, v)
+    b[0, 0] = -1
+    assert a[1, 0] == -1
+    tt = torch.from_dlpack(r)
+    assert tt.stride() == (6, 2)
+    ft = T.echo(np.asfortranarray(a))
+    assert ft.strides == (1, 4)
+
+
+def test_zero_size_and_zero_dim() -> None:
+    z = np.zeros((0, 3), dtype="int8")
+    r = T.echo(z)
+    assert r.shape == (0, 3)
+    assert np.from_dlpack(r).shape == (0, 3)
+    s = np.array(2.5)
+    r = T.echo(s)
+    assert r.shape == () and r.ndim == 0 and r.strides == ()
+    assert float(np.from_dlpack(r)) == 2.5
+    assert T.echo(torch.tensor(3)).shape == ()
+
+
+def test_negative_strides() -> None:
+    # DLPack strides are signed: reversed views pass unchanged (no copy).
+    a = np.arange(6.0)
+    v = a[::-1]
+    r = T.echo(v)
+    assert r.strides == (-1,)
+    assert r.data_ptr == v.ctypes.data
+    b = np.from_dlpack(r)
+    np.testing.assert_array_equal(b, v)
+    b[0] = 50.0
+    assert a[5] == 50.0
+    # (torch.from_dlpack cannot take negative strides: PyTorch aborts on them,
+    # the same as with NumPy's own export, so it is not exercised here.)
+
+
+def test_strides_not_multiple_of_itemsize() -> None:
+    rec = np.zeros(4, dtype=[("a", "i1"), ("b", "i4")])
+    with pytest.raises(ValueError, match=r"argument 1: .*not multiples of its itemsize"):
+        T.nop(1, rec["b"])
+    # a dimension of extent 1 is never stepped over: accepted
+    assert T.echo(rec["b"][:1]).shape == (1,)
+
+
+def test_non_native_byte_order_and_object_dtype() -> None:
+    swapped = np.arange(3, dtype=">i4" if sys.byteorder == "little" else "<i4")
+    with pytest.raises(ValueError, match=r"argument 0: .*byte order"):
+        T.echo(swapped)
+    with pytest.raises(TypeError, match="argument 0"):
+        T.echo(np.array([object()]))
+
+
+def test_readonly_array() -> None:
+    a = np.arange(3.0)
+    a.flags.writeable = False
+    t = tvmffi.from_dlpack(a)
+    assert t.data_ptr == a.ctypes.data
+
+
+# ---- lifetimes ----------------------------------------------------------------------
+class Box:
+    """A DLPack producer we can watch die."""
+
+    def __init__(self, arr: np.ndarray) -> None:
+        self.arr = arr
+
+    def __dlpack__(self, **kw: Any) -> Any:
+        return self.arr.__dlpack__(**kw)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.arr.__dlpack_device__()
+
+
+def test_source_lifetime() -> None:
+    a = np.arange(1000, dtype="float32")
+    ref = weakref.ref(a)
+    t = tvmffi.from_dlpack(a)
+    del a
+    gc.collect()
+    assert ref() is not None  # the tensor keeps the array alive
+    np.testing.assert_array_equal(np.from_dlpack(t), np.arange(1000, dtype="float32"))
+    back = torch.from_dlpack(t)
+    del t
+    gc.collect()
+    assert ref() is not None  # ... and so does a consumer of the tensor
+    assert float(back[999]) == 999.0
+    del back
+    gc.collect()
+    assert ref() is None
+
+
+def test_make_array_with_tensor_keeps_source_alive() -> None:
+    a = np.arange(8, dtype="int32")
+    ref = weakref.ref(a)
+    arr = T.make_array_with_tensor(a)
+    del a
+    gc.collect()
+    assert ref() is not None
+    t = arr[0]
+    assert isinstance(t, tvmffi.Tensor)
+    np.testing.assert_array_equal(np.from_dlpack(t), np.arange(8, dtype="int32"))
+    del arr, t
+    gc.collect()
+    assert ref() is None
+
+
+def test_torch_source_lifetime() -> None:
+    x = torch.arange(5)
+    ptr = x.data_ptr()
+    arr = T.make_array_with_tensor(x)
+    del x
+    gc.collect()
+    assert arr[0].data_ptr == ptr
+    assert torch.from_dlpack(arr[0]).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_refcounts_unchanged_after_many_calls() -> None:
+    a = np.zeros((2, 2), dtype="float32")
+    x = torch.zeros(3)
+    t = tvmffi.from_dlpack(np.zeros(2))
+    v = tvmffi.TensorView(a)
+    before = (sys.getrefcount(a), sys.getrefcount(x), tvmffi._core.object_use_count(t))
+    for _ in range(10000):
+        T.nop(a, x, t, v)
+        T.echo(a)
+        T.echo(x)
+    gc.collect()
+    after = (sys.getrefcount(a), sys.getrefcount(x), tvmffi._core.object_use_count(t))
+    assert after == before
+
+
+def test_callback_receives_tensor() -> None:
+    a = np.zeros(3, dtype="float32")
+    seen = []
+
+    def cb(t: Any) -> Any:
+        seen.append(type(t))
+        np.from_dlpack(t)[1] = 5.0
+        return t
+
+    r = T.apply(tvmffi.to_function(cb), a)
+    assert seen == [tvmffi.Tensor]
+    assert a[1] == 5.0
+    assert r.data_ptr == a.ctypes.data
+    # a callback returning a NumPy array returns a tensor sharing it
+    out = T.apply(tvmffi.to_function(lambda: a))
+    assert out.data_ptr == a.ctypes.data
+
+
+# ---- TensorView ---------------------------------------------------------------------
+def test_tensor_view() -> None:
+    a = np.arange(6, dtype="int16").reshape(2, 3)
+    v = tvmffi.TensorView(a)
+    assert v.shape == (2, 3) and v.strides == (3, 1) and v.ndim == 2
+    assert v.dtype == "int16" and v.device == tvmffi.cpu()
+    assert v.data_ptr == a.ctypes.data
+    r = T.echo(v)  # travels as DLTensor*, comes back as a borrowed view
+    assert type(r) is tvmffi.TensorView
+    assert r.shape == (2, 3) and r.data_ptr == a.ctypes.data
+    assert T.optional_tensor_view_has_value(v) is True
+    b = np.from_dlpack(v)
+    b[0, 0] = 9
+    assert a[0, 0] == 9
+    # converting a view into a Tensor keeps the view (and so the array) alive
+    t = tvmffi.from_dlpack(v)
+    assert t.data_ptr == a.ctypes.data
+    with pytest.raises(TypeError, match="DLPack"):
+        tvmffi.TensorView(3)
+
+
+def test_tensor_view_keeps_managed_tensor_alive() -> None:
+    src = np.arange(10.0)
+    ref = weakref.ref(src)
+    box = Box(src)
+    v = tvmffi.TensorView(box)
+    del box, src
+    gc.collect()
+    assert ref() is not None  # held by the consumed capsule's managed tensor
+    assert np.from_dlpack(v)[9] == 9.0
+    del v
+    gc.collect()
+    assert ref() is None
+    x = torch.arange(4)
+    vt = tvmffi.TensorView(x)
+    assert vt.data_ptr == x.data_ptr()
+    t = tvmffi.from_dlpack(x)
+    vv = tvmffi.TensorView(t)
+    assert vv.data_ptr == x.data_ptr() and vv.shape == (4,)
+
+
+def test_kept_tensor_view_becomes_tensor() -> None:
+    # A callback result is kept by the caller: a raw DLTensor* would dangle,
+    # so a returned view travels as a Tensor that keeps the view alive.
+    a = np.arange(3.0)
+    out = T.apply(tvmffi.to_function(lambda: tvmffi.TensorView(a)))
+    assert type(out) is tvmffi.Tensor
+    assert out.data_ptr == a.ctypes.data and out.shape == (3,)
+
+
+def test_compact_strides_computed() -> None:
+    # legacy producers may leave DLTensor.strides NULL for compact tensors
+    for obj in (np.zeros((2, 3, 4)).__dlpack__(), np.zeros((2, 3, 4))):
+        assert tvmffi.from_dlpack(obj).strides == (12, 4, 1)
+    assert tvmffi.TensorView(Box(np.zeros((5, 2)))).strides == (2, 1)
+
+
+# ---- DLPack export --------------------------------------------------------------------
+def test_dlpack_export_arguments() -> None:
+    a = np.arange(4.0)
+    t = tvmffi.from_dlpack(a)
+    cap = t.__dlpack__()
+    assert "dltensor" in repr(cap) and "versioned" not in repr(cap)
+    vcap = t.__dlpack__(max_version=(1, 0))
+    assert "dltensor_versioned" in repr(vcap)
+    assert t.__dlpack__(max_version=(0, 8)) is not None
+    assert t.__dlpack__(dl_device=(1, 0), copy=False, stream=None) is not None
+    with pytest.raises(BufferError):
+        t.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(BufferError):
+        t.__dlpack__(copy=True)
+    del cap, vcap  # unconsumed capsules release their tensors
+    gc.collect()
+    n = tvmffi._core.object_use_count(t)
+    for _ in range(100):
+        t.__dlpack__(max_version=(1, 0))
+        t.__dlpack__()
+    assert tvmffi._core.object_use_count(t) == n
+
+
+# ---- the official binding ------------------------------------------------------------
+def test_official_binding_interop() -> None:
+    a = np.arange(5, dtype="int32")
+    t = tvmffi.from_dlpack(a)
+    # ours -> official -> numpy, same memory
+    ot = tvm_ffi.from_dlpack(t)
+    assert tuple(ot.shape) == (5,)
+    assert ot.data_ptr() == a.ctypes.data
+    # an official Tensor passed to our functions is its FFI object itself
+    r = T.echo(ot)
+    assert type(r) is tvmffi.Tensor and r.__chandle__() == ot.__chandle__()
+    assert tvmffi.from_dlpack(ot).data_ptr == a.ctypes.data
+    # our Tensor passed to an official function comes back as ours, zero-copy
+    o_echo = tvm_ffi.get_global_func("testing.echo")
+    back = o_echo(t)
+    assert back.data_ptr == a.ctypes.data
+    assert tvmffi.from_dlpack(back).data_ptr == a.ctypes.data
+    np.from_dlpack(back)[0] = 77
+    assert a[0] == 77
+    # and an official function receiving a NumPy array returns a Tensor we can take
+    assert tvmffi.from_dlpack(o_echo(a)).data_ptr == a.ctypes.data
+
+
+# ---- misbehaving producers -------------------------------------------------------------
+class BadProducer:
+    def __init__(self, arr: np.ndarray, mode: str) -> None:
+        self.arr = arr
+        self.mode = mode
+
+    def __dlpack__(self, **kw: Any) -> Any:
+        if self.mode == "returns_int":
+            return 42
+        if self.mode == "raises":
+            raise RuntimeError("producer exploded")
+        if self.mode == "raises_type":
+            raise TypeError("bad call")
+        if self.mode == "used_capsule":
+            cap = self.arr.__dlpack__(**kw)
+            tvmffi.from_dlpack(cap)  # consume it first
+            return cap
+        return self.arr.__dlpack__(**kw)
+
+    def __dlpack_device__(self) -> Any:
+        if self.mode == "device_str":
+            return "cpu"
+        if self.mode == "device_short":
+            return (1,)
+        if self.mode == "device_bad":
+            return (-5, 0)
+        if self.mode == "device_mismatch":
+            return (2, 0)
+        if self.mode == "device_raises":
+            raise ValueError("no device")
+        return (1, 0)
+
+
+@pytest.mark.parametrize(
+    ("mode", "exc", "pattern"),
+    [
+        ("returns_int", TypeError, r"argument 1: .*__dlpack__\(\) returned 'int'"),
+        ("raises", ValueError, r"argument 1: .*RuntimeError: producer exploded"),
+        ("raises_type", TypeError, r"argument 1: .*bad call"),
+        ("used_capsule", ValueError, r"argument 1: .*used_dltensor"),
+        ("device_str", TypeError, r"argument 1: .*__dlpack_device__\(\) returned 'cpu'"),
+        ("device_short", TypeError, r"argument 1: .*__dlpack_device__"),
+        ("device_bad", ValueError, r"argument 1: .*not a valid DLPack device"),
+        ("device_mismatch", ValueError, r"argument 1: .*reports \(2, 0\)"),
+        ("device_raises", ValueError, r"argument 1: .*no device"),
+    ],
+)
+def test_misbehaving_producer(mode: str, exc: type[BaseException], pattern: str) -> None:
+    base = np.arange(4.0)
+    bad = BadProducer(base, mode)
+    for _ in range(3):  # warm caches before counting
+        with pytest.raises(exc, match=pattern):
+            T.nop(0, bad)
+    gc.collect()
+    before = sys.getrefcount(base), sys.getrefcount(bad)
+    for _ in range(50):
+        with pytest.raises(exc, match=pattern):
+            T.nop(0, bad)
+        with pytest.raises((TypeError, ValueError)):
+            tvmffi.from_dlpack(bad)
+    gc.collect()
+    assert (sys.getrefcount(base), sys.getrefcount(bad)) == before
+
+
+def test_producer_exception_chained() -> None:
+    bad = BadProducer(np.zeros(1), "raises")
+    with pytest.raises(ValueError) as info:
+        T.echo(bad)
+    assert isinstance(info.value.__cause__, RuntimeError)
+
+
+def test_legacy_and_versioned_producers() -> None:
+    a = np.arange(3.0)
+    caps: list[Any] = []
+
+    class Legacy:
+        def __dlpack__(self, stream: Any = None) -> Any:
+            caps.append(a.__dlpack__())
+            return caps[-1]
+
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (1, 0)
+
+    class Versioned(Legacy):
+        def __dlpack__(self, stream: Any = None, max_version: Any = None) -> Any:
+            assert max_version == (1, 0)
+            caps.append(a.__dlpack__(max_version=max_version))
+            return caps[-1]
+
+    assert T.echo(Legacy()).data_ptr == a.ctypes.data
+    assert "used_dltensor" in repr(caps[-1])
+    assert T.echo(Versioned()).data_ptr == a.ctypes.data
+    assert "used_dltensor_versioned" in repr(caps[-1])
+
+
+# ---- streams ------------------------------------------------------------------------------
+def test_use_stream_sets_and_restores() -> None:
+    dev = tvmffi.cuda(0)  # the environment stream is bookkeeping: no GPU needed
+    assert tvmffi.current_stream(dev) == 0
+    with tvmffi.use_stream(dev, 0x1234) as ctx:
+        assert isinstance(ctx, tvmffi.use_stream)
+        assert tvmffi.current_stream(dev) == 0x1234
+        assert tvmffi.current_stream("cuda:1") == 0
+
+        class S:
+            cuda_stream = 0x5678
+
+        with tvmffi.use_stream("cuda:0", S()):
+            assert tvmffi.current_stream(dev) == 0x5678
+        assert tvmffi.current_stream(dev) == 0x1234
+        with pytest.raises(KeyError), tvmffi.use_stream(dev, 99):
+            assert tvmffi.current_stream(dev) == 99
+            raise KeyError("x")
+        assert tvmffi.current_stream(dev) == 0x1234
+    assert tvmffi.current_stream(dev) == 0
+    assert tvmffi.current_stream(tvmffi.cpu()) == 0
+    with pytest.raises(TypeError):
+        tvmffi.use_stream(dev, "stream")
+
+
+def test_producer_gets_environment_stream() -> None:
+    # A CUDA producer is told the consumer's stream (array API `stream=`) when
+    # an environment stream is set; here it only records what it was given.
+    calls: list[dict[str, Any]] = []
+
+    class FakeCuda:
+        def __dlpack__(self, **kw: Any) -> Any:
+            calls.append(kw)
+            raise BufferError("not really a GPU array")
+
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (2, 0)
+
+    with pytest.raises(ValueError, match=r"argument 0: .*not really a GPU array"):
+        T.echo(FakeCuda())
+    assert calls[-1] == {"max_version": (1, 0)}
+    with tvmffi.use_stream(tvmffi.cuda(0), 0x1234), pytest.raises(ValueError):
+        T.echo(FakeCuda())
+    assert calls[-1] == {"max_version": (1, 0), "stream": 0x1234}
+
+
+@needs_cuda
+def test_cuda_tensor_device_recorded() -> None:
+    x = torch.arange(6, device="cuda").reshape(2, 3)
+    r = T.echo(x)
+    assert r.device == tvmffi.cuda(x.device.index or 0)
+    assert r.__dlpack_device__() == (2, x.device.index or 0)
+    assert r.data_ptr == x.data_ptr()
+    y = torch.from_dlpack(r)
+    assert y.device == x.device and y.data_ptr() == x.data_ptr()
+
+
+@needs_cuda
+def test_calls_use_torch_current_stream() -> None:
+    x = torch.zeros(4, device="cuda")
+    dev = tvmffi.cuda(x.device.index or 0)
+    seen: list[int] = []
+    probe = tvmffi.to_function(lambda t: seen.append(tvmffi.current_stream(dev)))
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        T.apply(probe, x)
+    assert seen[-1] == s.cuda_stream
+    assert tvmffi.current_stream(dev) == 0  # restored after the call
+    with tvmffi.use_stream(dev, 0xABC), torch.cuda.stream(s):
+        T.apply(probe, x)  # an explicit use_stream wins
+    assert seen[-1] == 0xABC
