@@ -92,3 +92,7 @@ __all__ = [
     "use_stream",
     "vulkan",
 ]
+
+# Registers ffi.Module.load_from_bytes.tvmffi_dso (embedded module libraries); last, as it
+# imports tvmffi.codegen, which uses the names above.
+from .codegen import _loader as _codegen_loader  # noqa: E402, F401
