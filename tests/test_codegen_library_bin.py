@@ -552,7 +552,7 @@ def test_embedded_copies_are_independent(builder: Builder) -> None:
     assert m1.get_function("shared_inner", True)(1) == m2.get_function("shared_inner", True)(1) == 4
 
 
-def test_loader_rejects_bad_payload(builder: Builder) -> None:
+def test_loader_rejects_bad_payload(builder: Builder, private_tmp: str) -> None:
     loader = tvmffi.get_global_func(_loader.LOADER_NAME)
     with pytest.raises(
         ValueError, match=r"tvmffi_dso payload \(4 bytes, .*\) is not a shared library"
@@ -574,17 +574,28 @@ def test_loader_rejects_bad_payload(builder: Builder) -> None:
     path = builder.compile("badelf", _embed.library_bin_to_c(b))
     with pytest.raises(ValueError, match="cannot load the embedded tvmffi_dso module"):
         tvmffi.load_module(path)
+    assert os.listdir(private_tmp) == []
 
 
-def test_c_source_compiles_pedantic(builder: Builder) -> None:
+@pytest.mark.parametrize("lang", ["c", "c++"])
+def test_c_source_compiles_pedantic(builder: Builder, lang: str) -> None:
     inner = builder.inner("ped")
     source = _embed.library_bin_c_source([inner])
     assert f"const unsigned char {SYMBOL}[" in source
-    src = os.path.join(builder.out_dir, "pedantic.c")
+    src = os.path.join(builder.out_dir, f"pedantic_{lang}.c")
     with open(src, "w") as f:
         f.write(source)
-    out = os.path.join(builder.out_dir, "pedantic.o")
-    cmd = [cc(), "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c", "-o", out, src]
+    out = os.path.join(builder.out_dir, f"libpedantic_{lang}.so")
+    if lang == "c":
+        cmd = [cc(), "-std=c11"]
+    else:  # the same text inside a C++ (or .cu) translation unit keeps C linkage
+        cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+        if cxx is None:
+            pytest.skip("no C++ compiler")
+        cmd = [cxx, "-std=c++17", "-x", "c++"]
+    cmd += ["-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared"]
+    cmd += ["-fvisibility=hidden", "-o", out, src]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert read_library_bin(out) == _embed.embed_library_bin([inner])
+    assert tvmffi.load_module(out).get_function("ped", query_imports=True)(4) == 8

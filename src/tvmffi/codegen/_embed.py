@@ -12,7 +12,15 @@ library through ``ffi.Module.load_from_bytes.tvmffi_dso`` (registered when
 ``tvmffi`` is imported, see :mod:`tvmffi.codegen._loader`) and attach them as
 imports of the outer library's module, so that
 ``outer.get_function(name, query_imports=True)`` finds their functions.
-The source needs no header and compiles with ``-Wall -Wextra -Werror``.
+The source needs no header and compiles with ``-Wall -Wextra -Werror -pedantic``
+as C11, and keeps C linkage when compiled as C++ or CUDA.
+
+Limits: only ELF shared libraries are accepted (Linux and friends; not Mach-O
+or PE). An embedded library runs from a temporary copy, so its own
+dependencies must resolve from there: libraries it links by absolute rpath or
+by a soname already loaded (libtvm_ffi) are fine, ``$ORIGIN``-relative ones
+are not. The array holds whole files, so the C source grows by about four
+characters per embedded byte.
 """
 
 from __future__ import annotations
@@ -76,15 +84,19 @@ def library_bin_to_c(library_bin: LibraryBin, *, comment: str = "") -> str:
         "#else",
         '#define TVMFFI_LIBRARY_BIN_EXPORT __attribute__((visibility("default")))',
         "#endif",
-        # The declaration first keeps -Wmissing-variable-declarations quiet.
+        # extern "C" and an extern declaration: C++ (or nvcc) would otherwise give a const
+        # array internal linkage. The attribute sits on the declaration only; the
+        # definition inherits it (C++ compilers warn about it on a later definition).
+        "#ifdef __cplusplus",
+        'extern "C" {',
+        "#endif",
         f"TVMFFI_LIBRARY_BIN_EXPORT extern const unsigned char {SYMBOL}[{len(data)}];",
-        f"TVMFFI_LIBRARY_BIN_EXPORT const unsigned char {SYMBOL}[{len(data)}] = {{",
+        f"const unsigned char {SYMBOL}[{len(data)}] = {{",
     ]
     step = 24
     for start in range(0, len(data), step):
         lines.append(",".join(str(b) for b in data[start : start + step]) + ",")
-    lines.append("};")
-    lines.append("#undef TVMFFI_LIBRARY_BIN_EXPORT")
+    lines += ["};", "#ifdef __cplusplus", "}", "#endif", "#undef TVMFFI_LIBRARY_BIN_EXPORT"]
     return "\n".join(lines) + "\n"
 
 
