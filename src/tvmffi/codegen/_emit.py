@@ -280,7 +280,8 @@ class _Emitter:
         )
         if self.first_tensor is None:
             self.first_tensor = v
-            self.lines.append(f"  const int32_t device_id = {v}->device.device_id;")
+            if len(self.sig.tensors) > 1:
+                self.lines.append(f"  const int32_t device_id = {v}->device.device_id;")
         else:
             first = self.sig.tensors[0].name
             self.check(
