@@ -87,7 +87,9 @@ PyObject* tvmffi_object_wrap_owned(TVMFFIObjectHandle handle);
 /* Create an instance of `cls` (a subclass of Object) around an owned handle. */
 PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle);
 PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args);
-/* _set_object_hooks(repr, getattr, dir): Python fallbacks of Object. */
+/* unregister_object_class(type_index): forget a class (a replaced synthetic one). */
+PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg);
+/* _set_object_hooks(repr, getattr, dir, subclass): Python fallbacks of Object. */
 PyObject* tvmffi_set_object_hooks(PyObject* self, PyObject* args);
 /* Handle of an object of another binding (e.g. tvm_ffi), via __chandle__. */
 int tvmffi_foreign_object_handle(PyObject* obj, TVMFFIObjectHandle* out);
@@ -166,6 +168,10 @@ int tvmffi_is_tensor_type(PyTypeObject* tp);
  * anything else as a Tensor object (owned by `temps`) that keeps its source
  * alive. */
 int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
+/* Same, but the value is kept beyond the call (an element of a container
+ * built from a list or dict): a TensorView becomes a Tensor too. */
+int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
+                              Py_ssize_t argpos);
 /* Same, for an object known to be a numpy.ndarray (or subclass). */
 int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
 /* A DLTensor* result or callback argument: a borrowed TensorView (shape and

@@ -39,6 +39,8 @@ static PyMethodDef core_methods[] = {
      "Version 'major.minor.patch' of the loaded libtvm_ffi."},
     {"register_object_class", tvmffi_register_object_class, METH_VARARGS,
      "register_object_class(type_index, cls): wrap objects of that type in cls."},
+    {"unregister_object_class", tvmffi_unregister_object_class, METH_O,
+     "unregister_object_class(type_index): forget the class of that type."},
     {"set_error_hooks", tvmffi_set_error_hooks, METH_VARARGS,
      "set_error_hooks(from_ffi, to_ffi): install the error conversion hooks."},
     {"set_dtype_hook", tvmffi_set_dtype_hook, METH_O,

@@ -48,6 +48,24 @@ static PyTypeObject* registered_class(int32_t type_index) {
   return (PyTypeObject*)cls;
 }
 
+static PyObject* g_subclass_hook; /* Python: (type_index, ancestor class) -> class */
+static PyObject* object_getattro(PyObject* op, PyObject* name);
+
+/* A registered class on the generic attribute path has every reflected name
+ * of its own type as a descriptor, but none of a subtype's. Objects of an
+ * unregistered subtype get a class of their own, derived from the ancestor's
+ * (the hook builds and registers it), instead of an attribute fallback that
+ * would slow every lookup on the ancestor class. */
+static PyTypeObject* subclass_for(int32_t type_index, PyTypeObject* ancestor) {
+  if (g_subclass_hook == NULL || ancestor->tp_getattro != PyObject_GenericGetAttr) {
+    return ancestor;
+  }
+  PyObject* cls = PyObject_CallFunction(g_subclass_hook, "iO", (int)type_index, ancestor);
+  if (cls == NULL) return NULL;
+  Py_DECREF(cls); /* the hook registered it: g_registered holds the reference */
+  return registered_class(type_index);
+}
+
 /* Registered class of the type or of its nearest ancestor. */
 static PyTypeObject* resolve_class(int32_t type_index) {
   PyTypeObject* cls = registered_class(type_index);
@@ -56,7 +74,8 @@ static PyTypeObject* resolve_class(int32_t type_index) {
   if (info == NULL) return &TVMFFIObjectType;
   for (int32_t d = info->type_depth - 1; d >= 0; --d) {
     cls = registered_class(info->type_ancestors[d]->type_index);
-    if (cls != NULL || PyErr_Occurred()) return cls;
+    if (cls != NULL) return subclass_for(type_index, cls);
+    if (PyErr_Occurred()) return NULL;
   }
   return &TVMFFIObjectType;
 }
@@ -99,7 +118,27 @@ PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args) {
     return NULL;
   }
   Py_DECREF(key);
+  /* Reflected names are installed on registered classes, so they can take the
+   * generic attribute path, which CPython specializes (LOAD_METHOD calls a
+   * method descriptor without binding it). A class resolving names itself
+   * (__tvm_ffi_getattr__) keeps the reflection fallback. */
+  PyTypeObject* tp = (PyTypeObject*)cls;
+  if (tp->tp_getattro == object_getattro && !PyObject_HasAttrString(cls, "__tvm_ffi_getattr__")) {
+    tp->tp_getattro = PyObject_GenericGetAttr;
+    PyType_Modified(tp);
+  }
   /* A new class can change how subtypes resolve: drop the cache. */
+  if (g_resolved) memset(g_resolved, 0, sizeof(PyTypeObject*) * (size_t)g_resolved_cap);
+  Py_RETURN_NONE;
+}
+
+PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg) {
+  (void)self;
+  if (!PyLong_Check(arg)) {
+    PyErr_SetString(PyExc_TypeError, "unregister_object_class expects a type index");
+    return NULL;
+  }
+  if (PyDict_DelItem(g_registered, arg) != 0) return NULL;
   if (g_resolved) memset(g_resolved, 0, sizeof(PyTypeObject*) * (size_t)g_resolved_cap);
   Py_RETURN_NONE;
 }
@@ -237,15 +276,41 @@ static PyObject* object_dir(PyObject* op, PyObject* unused) {
 
 PyObject* tvmffi_set_object_hooks(PyObject* self, PyObject* args) {
   (void)self;
-  PyObject *r, *g, *d;
-  if (!PyArg_ParseTuple(args, "OOO", &r, &g, &d)) return NULL;
+  PyObject *r, *g, *d, *sub;
+  if (!PyArg_ParseTuple(args, "OOOO", &r, &g, &d, &sub)) return NULL;
   Py_XSETREF(g_repr_hook, r == Py_None ? NULL : Py_NewRef(r));
   Py_XSETREF(g_getattr_hook, g == Py_None ? NULL : Py_NewRef(g));
   Py_XSETREF(g_dir_hook, d == Py_None ? NULL : Py_NewRef(d));
+  Py_XSETREF(g_subclass_hook, sub == Py_None ? NULL : Py_NewRef(sub));
+  Py_RETURN_NONE;
+}
+
+/* CPython 3.11+ makes every class statement's type garbage-collected, even a
+ * subclass with `__slots__ = ()` that adds no state. Our objects hold only a
+ * handle, so GC tracking buys nothing and costs on every wrapped result (the
+ * GC header, link/unlink, and gen-0 collections triggered by the allocation
+ * count). A subclass that adds no instance layout over a non-GC base drops
+ * the flag here, while no instance can exist yet. One with a __dict__ or new
+ * slots keeps it, since those can hold cycles. */
+static PyObject* object_init_subclass(PyObject* cls, PyObject* unused) {
+  (void)unused;
+  PyTypeObject* tp = (PyTypeObject*)cls;
+  PyTypeObject* base = tp->tp_base;
+  if ((tp->tp_flags & Py_TPFLAGS_HEAPTYPE) && (tp->tp_flags & Py_TPFLAGS_HAVE_GC) &&
+      base != NULL && !(base->tp_flags & Py_TPFLAGS_HAVE_GC) &&
+      tp->tp_basicsize == base->tp_basicsize && tp->tp_itemsize == 0 && tp->tp_dictoffset == 0 &&
+      tp->tp_free == PyObject_GC_Del) {
+    tp->tp_flags &= ~Py_TPFLAGS_HAVE_GC;
+    tp->tp_free = PyObject_Free;
+    tp->tp_traverse = NULL;
+    tp->tp_clear = NULL;
+  }
   Py_RETURN_NONE;
 }
 
 static PyMethodDef object_methods[] = {
+    {"__init_subclass__", object_init_subclass, METH_NOARGS | METH_CLASS,
+     "Drops GC tracking from subclasses that add no instance state."},
     {"same_as", object_same_as, METH_O, "True if both refer to the same FFI object."},
     {"__chandle__", object_chandle, METH_NOARGS, "The raw object handle as an int."},
     {"__dir__", object_dir, METH_NOARGS, "Attributes, including reflected fields and methods."},

@@ -435,7 +435,7 @@ static PyMethodDef reflection_methods[] = {
      "_seq_getitem(seq, i)"},
     {"_shape_tuple", py_shape_tuple, METH_O, "Shape as a tuple of ints."},
     {"_set_object_hooks", tvmffi_set_object_hooks, METH_VARARGS,
-     "_set_object_hooks(repr, getattr, dir)"},
+     "_set_object_hooks(repr, getattr, dir, subclass)"},
     {NULL, NULL, 0, NULL},
 };
 

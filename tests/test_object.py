@@ -161,8 +161,55 @@ def test_subtype_without_class_gets_ancestor() -> None:
     assert info.parent_type_index == tvmffi.type_index(CxxBase)
     init = tvmffi._core._lookup_type_attr(info.type_index, "__ffi_init__")
     obj = init(1, 2, 3.0)
-    assert type(obj) is CxxBase and obj.type_key == "testing.TestCxxClassDerived"
-    assert obj.v_f64 == 3.0 and obj.v_f32 == 8.0  # subtype fields through reflection
+    # A generated subclass of the ancestor's class carries the subtype's fields.
+    cls = type(obj)
+    assert isinstance(obj, CxxBase) and cls is not CxxBase
+    assert cls.__name__ == "TestCxxClassDerived" and cls.__bases__ == (CxxBase,)
+    assert obj.type_key == "testing.TestCxxClassDerived"
+    assert obj.v_f64 == 3.0 and obj.v_f32 == 8.0
+    assert obj.v_i64 == 1 and obj.v_i32 == 2  # inherited from the ancestor's class
+    assert type(init(4, 5, 6.0)) is cls  # generated once per type
+    assert not hasattr(CxxBase(7, 8), "v_f64")  # the ancestor class is untouched
+
+
+def test_registering_a_subtype_replaces_its_generated_class() -> None:
+    info = tvmffi.get_type_info("testing.TestCxxClassDerivedDerived")
+    init = tvmffi._core._lookup_type_attr(info.type_index, "__ffi_init__")
+    args = (1, 2, 3.0, True, 4.0, "s")
+    generated = type(init(*args))
+    assert issubclass(generated, CxxBase) and generated.__name__ == "TestCxxClassDerivedDerived"
+
+    @tvmffi.register_object("testing.TestCxxClassDerivedDerived")
+    class DerivedDerived(CxxBase):
+        __slots__ = ()
+
+    try:
+        obj = init(*args)
+        assert type(obj) is DerivedDerived and obj.v_str == "s" and obj.v_bool is True
+    finally:
+        tvmffi.object._REGISTERED.pop(info.type_index, None)
+        tvmffi._core.unregister_object_class(info.type_index)
+
+
+def test_registered_class_reports_unknown_attributes() -> None:
+    with pytest.raises(AttributeError, match="no_such_field"):
+        _ = Base(v_i64=1).no_such_field
+
+
+def test_subclasses_without_state_are_not_gc_tracked() -> None:
+    import gc
+
+    assert gc.is_tracked(Base(v_i64=1))  # a plain subclass has a __dict__
+
+    class Slotted(Object):
+        __slots__ = ()
+
+    class SlottedAgain(Slotted):
+        __slots__ = ()
+
+    assert not gc.is_tracked(Slotted.__new__(Slotted))
+    assert not gc.is_tracked(SlottedAgain.__new__(SlottedAgain))
+    assert not gc.is_tracked(Array([1]))
 
 
 def test_methods() -> None:

@@ -318,8 +318,10 @@ def _register_class(cls: _T, key: str, *, install: bool = True) -> _T:
         raise TypeError("register_object expects a subclass of tvmffi.Object")
     index = _key_to_index(key)
     prev = _REGISTERED.get(index)
-    if prev is not None and prev is not cls:
+    if prev is not None and prev is not cls and not _is_synthetic(prev):
         raise ValueError(f"type key {key!r} is already registered to {prev.__qualname__}")
+    if not _is_synthetic(cls):
+        _forget_synthetic()
     cls.__tvm_ffi_type_index__ = index  # type: ignore[attr-defined]
     cls.__tvm_ffi_type_key__ = key  # type: ignore[attr-defined]
     if install:
@@ -335,6 +337,36 @@ def _register_class(cls: _T, key: str, *, install: bool = True) -> _T:
     _core.register_object_class(index, cls)
     _REGISTERED[index] = cls
     return cls
+
+
+def _is_synthetic(cls: type) -> bool:
+    return bool(cls.__dict__.get("__tvm_ffi_synthetic__", False))
+
+
+def _forget_synthetic() -> None:
+    """Drop generated subclasses: a newly registered class may be a nearer ancestor."""
+    for index in [i for i, c in _REGISTERED.items() if _is_synthetic(c)]:
+        del _REGISTERED[index]
+        _core.unregister_object_class(index)
+
+
+def _subclass_hook(index: int, ancestor: type) -> type:
+    """Class for objects of an unregistered subtype of a registered class.
+
+    It derives from the ancestor's class (so ``isinstance`` holds and the
+    ancestor's Python methods apply) and adds the subtype's own reflected
+    fields and methods. Registering a class for the subtype later replaces it.
+    """
+    key = _type_info_by_index(index).type_key
+    name = key.rsplit(".", 1)[-1]
+    namespace = {
+        "__slots__": (),
+        "__module__": ancestor.__module__,
+        "__qualname__": name,
+        "__doc__": f"Generated class of {key} (a subtype of {ancestor.__qualname__}).",
+        "__tvm_ffi_synthetic__": True,
+    }
+    return _register_class(type(name, (ancestor,), namespace), key)
 
 
 def _defined_by_user_base(cls: type, name: str) -> bool:
@@ -403,4 +435,4 @@ def _repr_hook(obj: Object) -> str:
     return f"{key}({', '.join(parts)})"
 
 
-_core._set_object_hooks(_repr_hook, _getattr_hook, _dir_hook)
+_core._set_object_hooks(_repr_hook, _getattr_hook, _dir_hook, _subclass_hook)
