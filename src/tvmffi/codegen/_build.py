@@ -147,10 +147,12 @@ def _read_sources(sources: Sequence[SourceLike]) -> list[_Source]:
 
 
 def _flags(lang: str, include: str, extra: Sequence[str]) -> list[str]:
+    # Hidden visibility: only the symbols marked for export (the __tvm_ffi_ ones)
+    # leave the library, and calls from a wrapper to its kernel skip the PLT.
     if lang == "cuda":
-        base = ["-O2", "-Xcompiler", "-fPIC", "-std=c++17"]
+        base = ["-O2", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-std=c++17"]
     else:
-        base = ["-O2", "-fPIC", "-std=c11" if lang == "c" else "-std=c++17"]
+        base = ["-O2", "-fPIC", "-fvisibility=hidden", "-std=c11" if lang == "c" else "-std=c++17"]
     return [*base, "-I", include, *extra]
 
 

@@ -38,6 +38,7 @@ _PRELUDE = r"""
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
 
@@ -46,14 +47,45 @@ _PRELUDE = r"""
 #define TVMFFI_CG_MAYBE_UNUSED __attribute__((unused))
 #define TVMFFI_CG_FORMAT(f, a) __attribute__((format(printf, f, a)))
 #define TVMFFI_CG_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TVMFFI_CG_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TVMFFI_CG_EXPORT __attribute__((visibility("default")))
 #else
 #define TVMFFI_CG_COLD
 #define TVMFFI_CG_MAYBE_UNUSED
 #define TVMFFI_CG_FORMAT(f, a)
 #define TVMFFI_CG_UNLIKELY(x) (x)
+#define TVMFFI_CG_LIKELY(x) (x)
 #define TVMFFI_CG_EXPORT
 #endif
+
+/* ndim and dtype are adjacent in DLTensor, as are a device's type and id: the
+   hot path compares each pair as one 64-bit word. */
+#ifdef __cplusplus
+static_assert(offsetof(DLTensor, dtype) == offsetof(DLTensor, ndim) + 4, "DLTensor layout");
+#else
+_Static_assert(offsetof(DLTensor, dtype) == offsetof(DLTensor, ndim) + 4, "DLTensor layout");
+#endif
+
+typedef struct {
+  int32_t ndim;
+  DLDataType dtype;
+} tvmffi_cg_ndim_dtype;
+
+static inline uint64_t tvmffi_cg_word(const void* p) {
+  uint64_t w;
+  memcpy(&w, p, sizeof(w));
+  return w;
+}
+
+/* The 64-bit word of (ndim, dtype) as laid out in a DLTensor (folded at compile time). */
+static inline uint64_t tvmffi_cg_ndim_dtype_word(int32_t ndim, uint8_t code, uint8_t bits) {
+  tvmffi_cg_ndim_dtype v;
+  v.ndim = ndim;
+  v.dtype.code = code;
+  v.dtype.bits = bits;
+  v.dtype.lanes = 1;
+  return tvmffi_cg_word(&v);
+}
 
 /* Raise an error of `kind` whose message is the formatted text followed by
    " when calling: `<sig>`"; returns -1 so callers can `return` it. */
@@ -120,6 +152,17 @@ static TVMFFI_CG_COLD int tvmffi_cg_fail_dtype(const char* sig, const char* para
                          param, expected, tvmffi_cg_dtype_str(actual, buf, sizeof(buf)));
 }
 
+/* The (ndim, dtype) word differed: name whichever is wrong, ndim first. */
+static TVMFFI_CG_COLD int tvmffi_cg_fail_ndim_dtype(const char* sig, const char* param,
+                                                    int32_t ndim, const char* dtype,
+                                                    const DLTensor* t) {
+  if (t->ndim != ndim) {
+    return tvmffi_cg_raise("ValueError", sig, "Parameter `%s` expects ndim=%d but got ndim=%d",
+                           param, (int)ndim, (int)t->ndim);
+  }
+  return tvmffi_cg_fail_dtype(sig, param, dtype, t->dtype);
+}
+
 static TVMFFI_CG_COLD const char* tvmffi_cg_device_str(int32_t code, char* buf, size_t n) {
   switch (code) {
     case kDLCPU: return "cpu";
@@ -143,6 +186,20 @@ static TVMFFI_CG_COLD int tvmffi_cg_fail_device(const char* sig, const char* par
   return tvmffi_cg_raise("ValueError", sig,
                          "Parameter `%s` expects device_type=%s but got device_type=%s", param,
                          expected, tvmffi_cg_device_str(actual, buf, sizeof(buf)));
+}
+
+/* The device differed from the first tensor's (whose type was checked): name the
+   wrong device type or id. */
+static TVMFFI_CG_COLD int tvmffi_cg_fail_same_device(const char* sig, const char* param,
+                                                     const char* expected, const char* first,
+                                                     const DLTensor* t0, const DLTensor* t) {
+  if (t->device.device_type != t0->device.device_type) {
+    return tvmffi_cg_fail_device(sig, param, expected, t->device.device_type);
+  }
+  return tvmffi_cg_raise("ValueError", sig,
+                         "Parameter `%s` expects device_id=%d (the device of `%s`) "
+                         "but got device_id=%d",
+                         param, (int)t0->device.device_id, first, (int)t->device.device_id);
 }
 
 /* Called when the quick compact-strides test failed: a tensor without elements
@@ -250,7 +307,8 @@ class _Emitter:
         self.lines += [
             f"  /* {t} */",
             f"  DLTensor* {v};",
-            f"  if ({a}.type_index == kTVMFFITensor) {{",
+            # Tensor objects first: NumPy/torch arguments arrive as those.
+            f"  if (TVMFFI_CG_LIKELY({a}.type_index == kTVMFFITensor)) {{",
             f"    {v} = (DLTensor*)((char*){a}.v_obj + sizeof(TVMFFIObject));",
             f"  }} else if ({a}.type_index == kTVMFFIDLTensorPtr && {a}.v_ptr != NULL) {{",
             f"    {v} = (DLTensor*){a}.v_ptr;",
@@ -259,38 +317,42 @@ class _Emitter:
             "  }",
         ]
         nd = len(t.shape)
-        self.check(
-            f"{v}->ndim != {nd}",
-            self.raise_(
-                "ValueError",
-                f"Parameter `{name}` expects ndim={nd} but got ndim=%d",
-                f"(int){v}->ndim",
-            ),
-        )
         info = DTYPES[t.dtype]
         self.check(
-            f"{v}->dtype.code != {info.code} || {v}->dtype.bits != {info.bits} || "
-            f"{v}->dtype.lanes != 1",
-            f'return tvmffi_cg_fail_dtype(sig, "{name}", "{t.dtype}", {v}->dtype);',
+            f"tvmffi_cg_word(&{v}->ndim) != "
+            f"tvmffi_cg_ndim_dtype_word({nd}, {info.code}, {info.bits})",
+            f'return tvmffi_cg_fail_ndim_dtype(sig, "{name}", {nd}, "{t.dtype}", {v});',
         )
-        self.check(
-            f"{v}->device.device_type != {DEVICES[t.device]}",
-            f'return tvmffi_cg_fail_device(sig, "{name}", "{t.device}", '
-            f"{v}->device.device_type);",
-        )
+        first = self.sig.tensors[0]
         if self.first_tensor is None:
             self.first_tensor = v
-            if len(self.sig.tensors) > 1:
-                self.lines.append(f"  const int32_t device_id = {v}->device.device_id;")
-        else:
-            first = self.sig.tensors[0].name
+        t0 = self.first_tensor
+        if t0 == v:
             self.check(
-                f"{v}->device.device_id != device_id",
+                f"{v}->device.device_type != {DEVICES[t.device]}",
+                f'return tvmffi_cg_fail_device(sig, "{name}", "{t.device}", '
+                f"{v}->device.device_type);",
+            )
+        elif t.device == first.device:
+            # Same expected type as the first tensor: one compare covers type and id.
+            self.check(
+                f"tvmffi_cg_word(&{v}->device) != tvmffi_cg_word(&{t0}->device)",
+                f'return tvmffi_cg_fail_same_device(sig, "{name}", "{t.device}", '
+                f'"{first.name}", {t0}, {v});',
+            )
+        else:
+            self.check(
+                f"{v}->device.device_type != {DEVICES[t.device]}",
+                f'return tvmffi_cg_fail_device(sig, "{name}", "{t.device}", '
+                f"{v}->device.device_type);",
+            )
+            self.check(
+                f"{v}->device.device_id != {t0}->device.device_id",
                 self.raise_(
                     "ValueError",
-                    f"Parameter `{name}` expects device_id=%d (the device of `{first}`) "
+                    f"Parameter `{name}` expects device_id=%d (the device of `{first.name}`) "
                     "but got device_id=%d",
-                    "(int)device_id",
+                    f"(int){t0}->device.device_id",
                     f"(int){v}->device.device_id",
                 ),
             )
@@ -545,11 +607,9 @@ def emit_c(signature: Signature, kernel: str | None = None) -> str:
         f"  static const char sig[] = {c_string(str(sig))};",
         "  (void)self;",
         *em.lines,
-        f"  if ({kernel}({', '.join(call_args)}) != 0) return -1;",
+        # The caller initialized the result to some POD value; make it None.
         "  result->type_index = kTVMFFINone;",
-        "  result->zero_padding = 0;",
-        "  result->v_int64 = 0;",
-        "  return 0;",
+        f"  return {kernel}({', '.join(call_args)}) != 0 ? -1 : 0;",
         "}",
         "",
         *_string_getter(f"__tvm_ffi__metadata_{name}", metadata_json(sig, kernel)),
