@@ -85,6 +85,14 @@ SIGS: dict[str, Signature] = {
     "stream": Signature("stream", [Tensor("out", [1], "int64"), EnvStream("strm")]),
     "fails": Signature("fails", [Scalar("code", "int64")], doc="Raise from the kernel."),
     "nothing": Signature("nothing", []),
+    "mixed": Signature(
+        "mixed", [Tensor("x", [n], "float32"), Tensor("y", [n], "float32", device="cuda")]
+    ),
+    "scale_first": Signature(
+        "scale_first",
+        [Scalar("alpha", "float64"), Tensor("x", [n], "float64"), Tensor("y", [n], "float64"),
+         EnvStream("s")],
+    ),
 }
 for _name in DTYPE_CASES:
     SIGS[f"copy_{_name}"] = Signature(
@@ -136,6 +144,12 @@ int fails_k(int64_t code) {
   return 0;
 }
 int nothing_k(void) { return 0; }
+int mixed_k(float* x, float* y, int64_t n) { (void)x; (void)y; (void)n; return 0; }
+int scale_first_k(double alpha, double* x, double* y, int64_t n, void* s) {
+  (void)s;
+  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
+  return 0;
+}
 """
 for _name, _ct in CTYPES.items():
     KERNELS += (
@@ -471,20 +485,21 @@ def test_device_type(mod: tvmffi.Module, cache_dir: str) -> None:
 
 
 class _OnDevice:
-    """A NumPy array re-exported through DLPack as if it lived on cpu:<device_id>."""
+    """A NumPy array re-exported through DLPack as if it lived on another device."""
 
-    def __init__(self, array: np.ndarray, device_id: int):
-        self.array, self.device_id = array, device_id
+    def __init__(self, array: np.ndarray, device_id: int, device_type: int = 1):
+        self.array, self.device_id, self.device_type = array, device_id, device_type
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return (1, self.device_id)
+        return (self.device_type, self.device_id)
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         capsule = self.array.__dlpack__()
         get = ctypes.pythonapi.PyCapsule_GetPointer
         get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
         ptr = get(capsule, b"dltensor")
-        ctypes.c_int32.from_address(ptr + 12).value = self.device_id  # DLTensor.device.device_id
+        ctypes.c_int32.from_address(ptr + 8).value = self.device_type  # DLTensor.device
+        ctypes.c_int32.from_address(ptr + 12).value = self.device_id
         return capsule
 
 
@@ -498,6 +513,24 @@ def test_device_id_mismatch(mod: tvmffi.Module) -> None:
         "axpy",
     ):
         mod.axpy(x, moved, 1.0)
+    # The first tensor need not be the first argument.
+    y = np.zeros(3)
+    mod.scale_first(2.0, np.arange(3.0), y)
+    assert y.tolist() == [0.0, 2.0, 4.0]
+    with raises(
+        ValueError,
+        "Parameter `y` expects device_id=0 (the device of `x`) but got device_id=1",
+        "scale_first",
+    ):
+        mod.scale_first(1.0, np.zeros(3), tvmffi.from_dlpack(_OnDevice(np.zeros(3), 1)))
+    # A tensor expected on another device type than the first one.
+    with raises(ValueError, "Parameter `y` expects device_type=cuda but got device_type=cpu",
+                "mixed"):
+        mod.mixed(x, x)
+    with raises(ValueError, "Parameter `x` expects device_type=cpu but got device_type=cuda",
+                "mixed"):
+        # (host memory labelled cuda:0; never dereferenced, the check fails first)
+        mod.mixed(tvmffi.from_dlpack(_OnDevice(np.zeros(3, np.float32), 0, device_type=2)), x)
 
 
 def test_env_stream(mod: tvmffi.Module) -> None:

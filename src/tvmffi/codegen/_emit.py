@@ -202,13 +202,20 @@ static TVMFFI_CG_COLD int tvmffi_cg_fail_same_device(const char* sig, const char
                          param, (int)t0->device.device_id, first, (int)t->device.device_id);
 }
 
-/* Called when the quick compact-strides test failed: a tensor without elements
-   may have any strides (returns 0); otherwise names the first wrong stride. */
-static TVMFFI_CG_COLD int tvmffi_cg_check_compact(const char* sig, const char* param,
-                                                  const DLTensor* t) {
+/* True when the tensor has no elements (then its strides do not matter). Inline:
+   an out-of-line call here would force the wrapper to keep its values in
+   callee-saved registers on the hot path. */
+static inline bool tvmffi_cg_is_empty(const DLTensor* t) {
   for (int32_t k = 0; k < t->ndim; ++k) {
-    if (t->shape[k] == 0) return 0;
+    if (t->shape[k] == 0) return true;
   }
+  return false;
+}
+
+/* The quick compact-strides test failed on a non-empty tensor: name the first
+   wrong stride (innermost first). */
+static TVMFFI_CG_COLD int tvmffi_cg_fail_compact(const char* sig, const char* param,
+                                                 const DLTensor* t) {
   int64_t expected = 1;
   for (int32_t k = t->ndim - 1; k >= 0; --k) {
     if (t->shape[k] != 1 && t->strides[k] != expected) {
@@ -220,11 +227,11 @@ static TVMFFI_CG_COLD int tvmffi_cg_check_compact(const char* sig, const char* p
     }
     expected *= t->shape[k];
   }
-  return 0;
+  return tvmffi_cg_raise("ValueError", sig, "Parameter `%s` has inconsistent strides", param);
 }
 
 /* Strides of a tensor that carries none (NULL means compact row-major). */
-static TVMFFI_CG_MAYBE_UNUSED void tvmffi_cg_compact_strides(const DLTensor* t, int64_t* out) {
+static inline void tvmffi_cg_compact_strides(const DLTensor* t, int64_t* out) {
   int64_t expected = 1;
   for (int32_t k = t->ndim - 1; k >= 0; --k) {
     out[k] = expected;
@@ -387,8 +394,8 @@ class _Emitter:
                 if k:
                     body.append(f"    e *= {v}->shape[{k}];")
             body += [
-                f'    if (TVMFFI_CG_UNLIKELY(bad) && tvmffi_cg_check_compact(sig, "{name}", {v}) '
-                "!= 0) return -1;",
+                f"    if (TVMFFI_CG_UNLIKELY(bad) && !tvmffi_cg_is_empty({v})) "
+                f'return tvmffi_cg_fail_compact(sig, "{name}", {v});',
                 "  }",
             ]
             self.lines += body
