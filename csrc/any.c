@@ -380,7 +380,10 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
   }
   if (tp == &PyUnicode_Type) return tvmffi_str_to_any(obj, out, temps);
   if (tp == tvmffi_numpy_ndarray_type) return tvmffi_ndarray_to_any(obj, out, temps, argpos);
-  if (tp == &TVMFFIFunctionType) return object_to_any(obj, out);
+  /* Registered classes mostly derive from Object directly. */
+  if (tp == &TVMFFIFunctionType || tp->tp_base == &TVMFFIObjectType) {
+    return object_to_any(obj, out);
+  }
   return convert_slow(obj, out, temps, argpos);
 }
 

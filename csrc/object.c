@@ -143,9 +143,36 @@ PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+/* Every result object is allocated here. For the usual class (no GC, fixed
+ * size, default allocator) this skips PyType_GenericAlloc's GC bookkeeping. */
+static PyObject* alloc_instance(PyTypeObject* cls) {
+  unsigned long special = Py_TPFLAGS_HAVE_GC;
+#ifdef Py_TPFLAGS_MANAGED_DICT
+  special |= Py_TPFLAGS_MANAGED_DICT; /* these need a pre-header */
+#endif
+#ifdef Py_TPFLAGS_MANAGED_WEAKREF
+  special |= Py_TPFLAGS_MANAGED_WEAKREF;
+#endif
+  if (cls->tp_alloc != PyType_GenericAlloc || (cls->tp_flags & special) || cls->tp_itemsize != 0) {
+    return cls->tp_alloc(cls, 0);
+  }
+  PyObject* obj = PyObject_Malloc((size_t)cls->tp_basicsize);
+  if (obj == NULL) return PyErr_NoMemory();
+  memset(obj, 0, (size_t)cls->tp_basicsize);
+  return PyObject_Init(obj, cls); /* takes the reference a heap type's instance holds */
+}
+
+static int is_function_class(PyTypeObject* cls) {
+  /* Direct subclasses of Object other than Function are the common case. */
+  if (cls == &TVMFFIObjectType || (cls->tp_base == &TVMFFIObjectType && cls != &TVMFFIFunctionType)) {
+    return 0;
+  }
+  return PyType_IsSubtype(cls, &TVMFFIFunctionType);
+}
+
 PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle) {
-  if (PyType_IsSubtype(cls, &TVMFFIFunctionType)) return tvmffi_function_wrap_owned(handle);
-  PyObject* obj = cls->tp_alloc(cls, 0);
+  if (is_function_class(cls)) return tvmffi_function_wrap_owned(handle);
+  PyObject* obj = alloc_instance(cls);
   if (obj == NULL) {
     TVMFFIObjectDecRef(handle);
     return NULL;

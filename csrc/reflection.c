@@ -13,12 +13,28 @@
 #include <string.h>
 
 /* ---- FieldProperty ------------------------------------------------------- */
+/* Plain-data fields whose storage a read can decode directly, without the
+ * getter's indirect call and the Any round trip. Other fields use the getter. */
+typedef enum { FIELD_VIA_GETTER, FIELD_INT64, FIELD_FLOAT64, FIELD_BOOL } FieldKind;
+
 typedef struct {
   PyObject_HEAD
   const TVMFFIFieldInfo* field;
   int32_t type_index; /* type that declares the field */
+  FieldKind kind;
+  unsigned int checked_tag; /* version tag of the last instance type that passed the check */
   PyObject* name;
 } FieldProperty;
+
+static FieldKind field_kind(const TVMFFIFieldInfo* f) {
+  /* Any stores every integer as int64, so an 8-byte int field (signed or not)
+   * decodes to the same value the getter would give; narrower ones would need
+   * the signedness the metadata does not record. */
+  if (f->field_static_type_index == kTVMFFIInt && f->size == 8) return FIELD_INT64;
+  if (f->field_static_type_index == kTVMFFIFloat && f->size == 8) return FIELD_FLOAT64;
+  if (f->field_static_type_index == kTVMFFIBool && f->size == 1) return FIELD_BOOL;
+  return FIELD_VIA_GETTER;
+}
 
 static int obj_handle(PyObject* obj, TVMFFIObjectHandle* out) {
   if (!tvmffi_is_object(obj)) {
@@ -78,8 +94,33 @@ static PyObject* fprop_get(PyObject* op, PyObject* obj, PyObject* type) {
     return op;
   }
   TVMFFIObjectHandle h;
-  if (obj_handle(obj, &h) != 0) return NULL;
-  return field_read(self->field, h);
+  /* A type's version tag comes from a process-wide counter and is never
+   * reused (0 means none), so a match proves the class already passed the
+   * Object check, without holding a reference to it. */
+  unsigned int tag = Py_TYPE(obj)->tp_version_tag;
+  if (tag != 0 && tag == self->checked_tag && (h = ((TVMFFIPyObject*)obj)->handle) != NULL) {
+    /* checked before */
+  } else {
+    if (obj_handle(obj, &h) != 0) return NULL;
+    self->checked_tag = tag;
+  }
+  const char* ptr = (const char*)h + self->field->offset;
+  switch (self->kind) {
+    case FIELD_INT64: {
+      int64_t v;
+      memcpy(&v, ptr, sizeof(v));
+      return PyLong_FromLongLong(v);
+    }
+    case FIELD_FLOAT64: {
+      double v;
+      memcpy(&v, ptr, sizeof(v));
+      return PyFloat_FromDouble(v);
+    }
+    case FIELD_BOOL:
+      return PyBool_FromLong(*ptr != 0);
+    default:
+      return field_read(self->field, h);
+  }
 }
 
 static int fprop_set(PyObject* op, PyObject* obj, PyObject* value) {
@@ -154,6 +195,8 @@ static PyObject* py_field_property(PyObject* m, PyObject* args) {
   if (p == NULL) return NULL;
   p->field = &info->fields[pos];
   p->type_index = type_index;
+  p->kind = field_kind(p->field);
+  p->checked_tag = 0;
   p->name = tvmffi_bytearray_to_str(&p->field->name);
   if (p->name == NULL) {
     Py_DECREF(p);

@@ -402,3 +402,29 @@ def test_identity_through_official_binding() -> None:
     del back
     gc.collect()
     assert use_count(p) == 2  # p and arr's element
+
+
+def test_plain_data_fields_read_their_storage() -> None:
+    # int64 / float64 / bool fields are decoded directly from the object.
+    b = Base(v_i64=1)
+    for v in (0, -1, 2**63 - 1, -(2**63), 123456789012):
+        b.v_i64 = v
+        assert b.v_i64 == v and type(b.v_i64) is int
+    for f in (0.0, -2.5, 1e300, float("inf")):
+        assert Base(v_i64=1, v_f64=f).v_f64 == f  # v_f64 is read-only
+    assert type(b.v_f64) is float
+    info = tvmffi.get_type_info("testing.TestCxxClassDerivedDerived")
+    init = tvmffi._core._lookup_type_attr(info.type_index, "__ffi_init__")
+    for flag in (True, False):
+        obj = init(1, 2, 3.0, flag, 4.0, "s")
+        assert obj.v_bool is flag
+        assert obj.v_f32 == 4.0 and obj.v_i32 == 2  # narrower fields through the getter
+
+
+def test_field_descriptor_rejects_foreign_instances() -> None:
+    prop = Base.__dict__.get("v_i64") or type.__getattribute__(Base, "v_i64")
+    assert prop.__get__(Base(v_i64=7), Base) == 7
+    with pytest.raises(TypeError, match="expected a tvmffi.Object"):
+        prop.__get__(object(), Base)
+    with pytest.raises(TypeError, match="expected a tvmffi.Object"):
+        prop.__get__(3, int)
