@@ -609,9 +609,14 @@ def test_second_build_is_a_load(tmp_path: Any) -> None:
     f2(x)
     assert x.tolist() == [0, 3, 6, 9]
     f1(x)
-    # A different body is a different library.
-    codegen.inline(sig, body.replace("3", "5"), output_dir=tmp_path)
+    # A different body is a different library; both stay usable in one process
+    # (each wrapper calls its own library's kernel).
+    f3 = codegen.inline(sig, body.replace("3", "5"), output_dir=tmp_path)
     assert len([d for d in os.listdir(tmp_path) if d.startswith("twice-")]) == 2
+    f3(x)
+    assert x.tolist() == [0, 5, 10, 15]
+    f1(x)
+    assert x.tolist() == [0, 3, 6, 9]
 
 
 def test_default_cache_dir_from_env(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -93,12 +93,12 @@ def _tool_version(tool: str) -> str:
 
 def _cache_root(output_dir: str | PathLike[str] | None) -> str:
     if output_dir is not None:
-        return os.fspath(output_dir)
+        return os.path.abspath(os.fspath(output_dir))
     env = os.environ.get("TVMFFI_CACHE_DIR")
     if env:
-        return env
+        return os.path.abspath(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tvmffi", "codegen")
+    return os.path.abspath(os.path.join(base, "tvmffi", "codegen"))
 
 
 def _normalize_functions(functions: object) -> list[tuple[Signature, str]]:
