@@ -422,9 +422,61 @@ def test_plain_data_fields_read_their_storage() -> None:
 
 
 def test_field_descriptor_rejects_foreign_instances() -> None:
-    prop = Base.__dict__.get("v_i64") or type.__getattribute__(Base, "v_i64")
+    prop = Base.v_i64  # the descriptor itself, read through the class
     assert prop.__get__(Base(v_i64=7), Base) == 7
-    with pytest.raises(TypeError, match="expected a tvmffi.Object"):
+    with pytest.raises(TypeError, match=r"expected a tvmffi\.Object"):
         prop.__get__(object(), Base)
-    with pytest.raises(TypeError, match="expected a tvmffi.Object"):
+    with pytest.raises(TypeError, match=r"expected a tvmffi\.Object"):
         prop.__get__(3, int)
+
+
+# ---- container semantics like the Python types they mirror --------------------
+def test_slices_keep_the_container_type() -> None:
+    a = Array([1, "x", 3.0, 4])
+    head = a[:2]
+    assert isinstance(head, Array) and head == [1, "x"] and a[::-2] == [4, "x"]
+    assert isinstance(a[5:], Array) and len(a[5:]) == 0
+    lst = List([1, 2, 3])
+    part = lst[1:]
+    assert isinstance(part, List) and part == [2, 3]
+    part.append(4)
+    assert len(lst) == 3  # a slice is a copy, as for list
+
+
+def test_immutable_containers_hash_by_content() -> None:
+    a, b = Array([1, "two", 3.0]), Array([1, "two", 3.0])
+    assert not a.same_as(b) and a == b and hash(a) == hash(b) == hash((1, "two", 3.0))
+    assert len({a, b}) == 1
+    m1, m2 = Map({"a": 1, "b": 2}), Map({"b": 2, "a": 1})
+    assert m1 == m2 and hash(m1) == hash(m2) and len({m1, m2}) == 1
+    s1, s2 = Shape([2, 3]), Shape((2, 3))
+    assert hash(s1) == hash(s2) == hash((2, 3))
+    with pytest.raises(TypeError):
+        hash(Array([List([1])]))  # unhashable element, as for a tuple holding a list
+
+
+def test_mutable_containers_are_unhashable() -> None:
+    for value in (List([1]), Dict({"a": 1})):
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(value)
+
+
+def test_mapping_views() -> None:
+    m = Map({"a": 1, "b": 2})
+    keys, values, items = m.keys(), m.values(), m.items()
+    assert len(keys) == 2 and "a" in keys and set(keys) == {"a", "b"}
+    assert sorted(values) == [1, 2] and 2 in values
+    assert ("a", 1) in items and ("a", 2) not in items and set(items) == {("a", 1), ("b", 2)}
+    assert keys & {"a", "z"} == {"a"}
+    d = Dict({"x": 1})
+    view = d.keys()
+    d["y"] = 2
+    assert set(view) == {"x", "y"}  # a live view, like dict.keys()
+
+
+def test_missing_key_raises_keyerror_with_the_key() -> None:
+    for m in (Map({"a": 1}), Dict({"a": 1})):
+        with pytest.raises(KeyError) as info:
+            _ = m["nope"]
+        assert info.value.args == ("nope",)
+        assert m.get("nope", 5) == 5 and m.get(object()) is None

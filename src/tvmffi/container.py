@@ -5,7 +5,17 @@ Elements are converted to Python lazily, on access.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence, Sequence
+from collections.abc import (
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    MutableMapping,
+    MutableSequence,
+    Sequence,
+    ValuesView,
+)
 from typing import Any
 
 from . import _core
@@ -29,77 +39,70 @@ _seq_getitem = _core._seq_getitem
 _init_handle = _core._init_handle
 
 
-def _seq_index(seq: Any, i: Any) -> Any:
-    if isinstance(i, slice):
-        return [_seq_getitem(seq, j) for j in range(*i.indices(_seq_size(seq)))]
-    return _seq_getitem(seq, i)
-
-
-def _seq_eq(a: Any, b: Any) -> bool:
-    if isinstance(b, Object) and not isinstance(b, (Array, List)):
-        return False
-    if not isinstance(b, (list, tuple, Array, List)):
-        return NotImplemented  # type: ignore[no-any-return]
-    if isinstance(b, Object) and a.same_as(b):
-        return True
-    n = len(a)
-    if n != len(b):
-        return False
-    return all(a[i] == b[i] for i in range(n))
-
-
-def _seq_repr(a: Any) -> str:
-    return "[" + ", ".join(repr(x) for x in a) + "]"
-
-
-class Array(Object, Sequence[Any]):
-    """Immutable FFI array (``ffi.Array``)."""
+class _FFISequence(Object):
+    """Read side shared by Array and List: lazy element access, slices of the
+    same type, and equality with any FFI or Python list/tuple by content."""
 
     __slots__ = ()
-
-    def __init__(self, items: Iterable[Any] = ()) -> None:
-        _init_handle(self, _g("ffi.Array"), *items)
 
     def __len__(self) -> int:
         return _seq_size(self)
 
     def __getitem__(self, i: Any) -> Any:
-        return _seq_index(self, i)
+        if isinstance(i, slice):
+            n = _seq_size(self)
+            items = [_seq_getitem(self, j) for j in range(*i.indices(n))]
+            return type(self)(items)  # type: ignore[call-arg]
+        return _seq_getitem(self, i)
 
     def __iter__(self) -> Iterator[Any]:
         for i in range(_seq_size(self)):
             yield _seq_getitem(self, i)
 
     def __eq__(self, other: object) -> bool:
-        return _seq_eq(self, other)
+        if isinstance(other, Object):
+            if not isinstance(other, _FFISequence):
+                return False
+            if self.same_as(other):
+                return True
+        elif not isinstance(other, (list, tuple)):
+            return NotImplemented
+        n = len(self)
+        if n != len(other):
+            return False
+        other_seq: Any = other
+        return all(_seq_getitem(self, i) == other_seq[i] for i in range(n))
 
     def __ne__(self, other: object) -> bool:
-        r = _seq_eq(self, other)
+        r = self.__eq__(other)
         return r if r is NotImplemented else not r
 
-    __hash__ = Object.__hash__
-
     def __repr__(self) -> str:
-        return _seq_repr(self)
+        return "[" + ", ".join(repr(x) for x in self) + "]"
 
 
-class List(Object, MutableSequence[Any]):
-    """Mutable FFI list (``ffi.List``)."""
+class Array(_FFISequence, Sequence[Any]):
+    """Immutable FFI array (``ffi.Array``).
+
+    Hashable by content, like a tuple it compares equal to.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        _init_handle(self, _g("ffi.Array"), *items)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+
+class List(_FFISequence, MutableSequence[Any]):
+    """Mutable FFI list (``ffi.List``). Unhashable, like ``list``."""
 
     __slots__ = ()
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         _init_handle(self, _g("ffi.List"), *items)
-
-    def __len__(self) -> int:
-        return _seq_size(self)
-
-    def __getitem__(self, i: Any) -> Any:
-        return _seq_index(self, i)
-
-    def __iter__(self) -> Iterator[Any]:
-        for i in range(_seq_size(self)):
-            yield _seq_getitem(self, i)
 
     def _norm(self, i: int) -> int:
         n = len(self)
@@ -129,28 +132,21 @@ class List(Object, MutableSequence[Any]):
         _g("ffi.ListErase")(self, self._norm(i))
 
     def insert(self, index: int, value: Any) -> None:
+        """Insert ``value`` before ``index`` (clamped like ``list.insert``)."""
         n = len(self)
         if index < 0:
             index = max(0, index + n)
         _g("ffi.ListInsert")(self, min(index, n), value)
 
     def append(self, value: Any) -> None:
+        """Append ``value`` at the end."""
         _g("ffi.ListAppend")(self, value)
 
     def clear(self) -> None:
+        """Remove every element."""
         _g("ffi.ListClear")(self)
 
-    def __eq__(self, other: object) -> bool:
-        return _seq_eq(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        r = _seq_eq(self, other)
-        return r if r is NotImplemented else not r
-
-    __hash__ = Object.__hash__
-
-    def __repr__(self) -> str:
-        return _seq_repr(self)
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _flatten(mapping: Any) -> list[Any]:
@@ -162,7 +158,19 @@ def _flatten(mapping: Any) -> list[Any]:
     return out
 
 
+class _ItemsView(ItemsView[Any, Any]):
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        return self._mapping._walk(3)  # type: ignore[attr-defined, no-any-return]
+
+
+class _ValuesView(ValuesView[Any]):
+    def __iter__(self) -> Iterator[Any]:
+        return self._mapping._walk(1)  # type: ignore[attr-defined, no-any-return]
+
+
 class _MapBase(Object):
+    """Read side shared by Map and Dict; the runtime functions differ by name."""
+
     __slots__ = ()
     _size: str
     _get: str
@@ -173,9 +181,10 @@ class _MapBase(Object):
         return int(_g(self._size)(self))
 
     def __getitem__(self, key: Any) -> Any:
-        if not _g(self._count)(self, key):
-            raise KeyError(key)
-        return _g(self._get)(self, key)
+        try:
+            return _g(self._get)(self, key)
+        except KeyError:
+            raise KeyError(key) from None
 
     def __contains__(self, key: object) -> bool:
         try:
@@ -199,19 +208,23 @@ class _MapBase(Object):
     def __iter__(self) -> Iterator[Any]:
         return self._walk(0)
 
-    def keys(self) -> Any:
-        return list(self._walk(0))
+    def keys(self) -> KeysView[Any]:
+        """A view of the keys, in the map's iteration order."""
+        return KeysView(self)
 
-    def values(self) -> Any:
-        return list(self._walk(1))
+    def values(self) -> ValuesView[Any]:
+        """A view of the values, in the map's iteration order."""
+        return _ValuesView(self)
 
-    def items(self) -> Any:
-        return list(self._walk(3))
+    def items(self) -> ItemsView[Any, Any]:
+        """A view of the (key, value) pairs, in the map's iteration order."""
+        return _ItemsView(self)
 
     def get(self, key: Any, default: Any = None) -> Any:
+        """``self[key]`` if present, else ``default``."""
         try:
             return self[key]
-        except KeyError:
+        except (KeyError, TypeError):
             return default
 
     def __eq__(self, other: object) -> bool:
@@ -231,14 +244,12 @@ class _MapBase(Object):
         r = self.__eq__(other)
         return r if r is NotImplemented else not r
 
-    __hash__ = Object.__hash__
-
     def __repr__(self) -> str:
         return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self._walk(3)) + "}"
 
 
 class Map(_MapBase, Mapping[Any, Any]):
-    """Immutable FFI map (``ffi.Map``)."""
+    """Immutable FFI map (``ffi.Map``). Hashable by content (its items)."""
 
     __slots__ = ()
     _size, _get, _count, _iter = "ffi.MapSize", "ffi.MapGetItem", "ffi.MapCount", (
@@ -248,9 +259,12 @@ class Map(_MapBase, Mapping[Any, Any]):
     def __init__(self, mapping: Any = ()) -> None:
         _init_handle(self, _g("ffi.Map"), *_flatten(mapping))
 
+    def __hash__(self) -> int:
+        return hash(frozenset(self._walk(3)))
+
 
 class Dict(_MapBase, MutableMapping[Any, Any]):
-    """Mutable FFI dict (``ffi.Dict``)."""
+    """Mutable FFI dict (``ffi.Dict``). Unhashable, like ``dict``."""
 
     __slots__ = ()
     _size, _get, _count, _iter = "ffi.DictSize", "ffi.DictGetItem", "ffi.DictCount", (
@@ -269,7 +283,10 @@ class Dict(_MapBase, MutableMapping[Any, Any]):
         _g("ffi.DictErase")(self, key)
 
     def clear(self) -> None:
+        """Remove every entry."""
         _g("ffi.DictClear")(self)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class Shape(Object, Sequence[Any]):
@@ -305,7 +322,8 @@ class Shape(Object, Sequence[Any]):
         r = self.__eq__(other)
         return r if r is NotImplemented else not r
 
-    __hash__ = Object.__hash__
+    def __hash__(self) -> int:
+        return hash(self._tuple())
 
     def __repr__(self) -> str:
         return f"Shape({self._tuple()!r})"
