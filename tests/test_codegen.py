@@ -487,8 +487,9 @@ def test_device_type(mod: tvmffi.Module, cache_dir: str) -> None:
 class _OnDevice:
     """A NumPy array re-exported through DLPack as if it lived on another device."""
 
-    def __init__(self, array: np.ndarray, device_id: int, device_type: int = 1):
+    def __init__(self, array: np.ndarray, device_id: int, device_type: int = 1, shift: int = 0):
         self.array, self.device_id, self.device_type = array, device_id, device_type
+        self.shift = shift  # move `shift` bytes from the data pointer into byte_offset
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (self.device_type, self.device_id)
@@ -500,6 +501,8 @@ class _OnDevice:
         ptr = get(capsule, b"dltensor")
         ctypes.c_int32.from_address(ptr + 8).value = self.device_type  # DLTensor.device
         ctypes.c_int32.from_address(ptr + 12).value = self.device_id
+        ctypes.c_uint64.from_address(ptr).value -= self.shift  # DLTensor.data
+        ctypes.c_uint64.from_address(ptr + 40).value += self.shift  # DLTensor.byte_offset
         return capsule
 
 
@@ -531,6 +534,25 @@ def test_device_id_mismatch(mod: tvmffi.Module) -> None:
                 "mixed"):
         # (host memory labelled cuda:0; never dereferenced, the check fails first)
         mod.mixed(tvmffi.from_dlpack(_OnDevice(np.zeros(3, np.float32), 0, device_type=2)), x)
+
+
+def test_byte_offset_applied(mod: tvmffi.Module) -> None:
+    x = np.arange(5, dtype=np.float32)
+    shifted = tvmffi.from_dlpack(_OnDevice(x, 0, shift=16))
+    dl = shifted.__chandle__() + 24  # the DLTensor after the 24-byte object header
+    assert ctypes.c_uint64.from_address(dl + 40).value == 16  # byte_offset kept, not folded
+    y = np.zeros(5, np.float32)
+    mod.copy_float32(shifted, y)
+    np.testing.assert_array_equal(y, x)
+    buf = np.zeros(256, np.uint8)
+    offset = (-buf.ctypes.data) % 64
+    mod.aligned(tvmffi.from_dlpack(_OnDevice(buf[offset : offset + 64], 0, shift=64)))
+    with raises(
+        ValueError,
+        "Parameter `x` expects data_alignment=64 but got a data address that is 8 mod 64",
+        "aligned",
+    ):
+        mod.aligned(tvmffi.from_dlpack(_OnDevice(buf[offset + 8 : offset + 64], 0, shift=8)))
 
 
 def test_env_stream(mod: tvmffi.Module) -> None:
