@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 import tvmffi
-from tvmffi.codegen import _embed, _loader
+from tvmffi import _embedded_loader as _loader
+from tvmffi.codegen import _embed
 from tvmffi.codegen.library_bin import (
     DSO_KIND,
     LIB_KEY,

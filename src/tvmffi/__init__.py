@@ -93,6 +93,5 @@ __all__ = [
     "vulkan",
 ]
 
-# Registers ffi.Module.load_from_bytes.tvmffi_dso (embedded module libraries); last, as it
-# imports tvmffi.codegen, which uses the names above.
-from .codegen import _loader as _codegen_loader  # noqa: E402, F401
+# Registers ffi.Module.load_from_bytes.tvmffi_dso (module libraries embedded in another).
+from . import _embedded_loader  # noqa: E402, F401

@@ -9,7 +9,7 @@ exported ``__tvm_ffi__library_bin`` array (layout: :mod:`tvmffi.codegen.library_
 
 Compiled into a library, that array makes the runtime load each embedded
 library through ``ffi.Module.load_from_bytes.tvmffi_dso`` (registered when
-``tvmffi`` is imported, see :mod:`tvmffi.codegen._loader`) and attach them as
+``tvmffi`` is imported, see :mod:`tvmffi._embedded_loader`) and attach them as
 imports of the outer library's module, so that
 ``outer.get_function(name, query_imports=True)`` finds their functions.
 The source needs no header and compiles with ``-Wall -Wextra -Werror -pedantic``

@@ -28,7 +28,7 @@ raising ``ValueError`` that names the field (and, when parsing, the byte
 offset).
 
 :data:`DSO_KIND` is the kind tvmffi registers a loader for: its payload is the
-complete file of another module library (see :mod:`tvmffi.codegen._loader`).
+complete file of another module library (see :mod:`tvmffi._embedded_loader`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ import os
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from .._embedded_loader import DSO_KIND
 
 __all__ = [
     "DSO_KIND",
@@ -54,8 +56,6 @@ SYMBOL = "__tvm_ffi__library_bin"
 LIB_KEY = "_lib"
 """Key of the entry that stands for the library's own ``__tvm_ffi_<name>`` symbols."""
 
-DSO_KIND = "tvmffi_dso"
-"""Module kind whose payload is a whole shared-library file (loader registered by tvmffi)."""
 
 _U64 = struct.Struct("<Q")
 _U64_MAX = (1 << 64) - 1

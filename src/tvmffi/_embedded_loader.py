@@ -20,6 +20,9 @@ deleted, so the file is removed at interpreter exit instead (best effort).
 A temp directory mounted ``noexec`` makes dlopen fail; the error says so and
 points at ``TMPDIR``.
 
+This module lives outside :mod:`tvmffi.codegen` so that ``import tvmffi``
+does not import the code generator.
+
 The loader is registered only when no function of that name exists yet, so a
 second copy of tvmffi, or another runtime that owns the kind, is never
 overridden.
@@ -32,11 +35,13 @@ import contextlib
 import os
 import tempfile
 
-from ..function import get_global_func, register_global_func
-from ..module import Module, load_module
-from .library_bin import DSO_KIND
+from .function import get_global_func, register_global_func
+from .module import Module, load_module
 
-__all__ = ["LOADER_NAME", "load_dso_from_bytes", "register"]
+DSO_KIND = "tvmffi_dso"
+"""Kind of a module entry whose payload is a whole shared-library file."""
+
+__all__ = ["DSO_KIND", "LOADER_NAME", "load_dso_from_bytes", "register"]
 
 LOADER_NAME = "ffi.Module.load_from_bytes." + DSO_KIND
 """The global function the runtime calls for each ``tvmffi_dso`` entry."""
