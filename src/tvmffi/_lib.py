@@ -20,14 +20,18 @@ from types import ModuleType
 _loaded: dict[str, ctypes.CDLL] = {}
 
 
+def _package_dir() -> str:
+    spec = importlib.util.find_spec("tvm_ffi")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("tvmffi needs the apache-tvm-ffi package (pip install apache-tvm-ffi)")
+    return str(next(iter(spec.submodule_search_locations)))
+
+
 def _libinfo() -> ModuleType:
     existing = sys.modules.get("tvm_ffi.libinfo")
     if existing is not None:
         return existing
-    spec = importlib.util.find_spec("tvm_ffi")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("tvmffi needs the apache-tvm-ffi package (pip install apache-tvm-ffi)")
-    path = os.path.join(next(iter(spec.submodule_search_locations)), "libinfo.py")
+    path = os.path.join(_package_dir(), "libinfo.py")
     file_spec = importlib.util.spec_from_file_location("_tvmffi_tvm_ffi_libinfo", path)
     if file_spec is None or file_spec.loader is None:
         raise ImportError(f"cannot read {path}")
@@ -38,6 +42,12 @@ def _libinfo() -> ModuleType:
 
 def lib_path() -> str:
     """Return the path of the ``libtvm_ffi`` shared library in use."""
+    if "tvm_ffi.libinfo" not in sys.modules:
+        # Where the wheel ships it; asking libinfo costs ~40 ms of
+        # importlib.metadata at import, so it is only the fallback.
+        shipped = os.path.join(_package_dir(), "lib", "libtvm_ffi.so")
+        if os.path.isfile(shipped):
+            return os.path.realpath(shipped)
     path = _libinfo().find_libtvm_ffi()
     return os.path.realpath(str(path))
 
