@@ -13,7 +13,7 @@ $(VENV)/.base:
 	touch $@
 
 $(VENV)/.test-deps: $(VENV)/.base
-	$(PIP) install "pytest>=7" "numpy>=1.24" ruff mypy "torch==2.13.0" ml_dtypes
+	$(PIP) install "pytest>=7" "numpy>=1.24" "torch==2.13.0" "ml_dtypes>=0.5" ruff mypy
 	touch $@
 
 # Build against the runtime installed in the venv so headers and library match.
@@ -23,7 +23,7 @@ $(VENV)/.installed: $(VENV)/.base $(SOURCES)
 
 install: $(VENV)/.installed
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed $(VENV)/.test-deps
 	$(PY) examples/quickstart.py
 
 test: $(VENV)/.installed $(VENV)/.test-deps

@@ -29,6 +29,17 @@ static void set_object(TVMFFIAny* out, TVMFFIObjectHandle h) {
   out->v_obj = (TVMFFIObject*)h;
 }
 
+/* An element of a container built from a list/tuple/dict. The container
+ * keeps its elements beyond the call, so a TensorView, which otherwise
+ * travels as a raw DLTensor* that dangles once the call returns, becomes a
+ * Tensor holding a reference to the view (and so to its array). */
+static int element_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  if (Py_TYPE(item) == &TVMFFITensorViewType) {
+    return tvmffi_tensor_to_kept_any(item, out, temps, argpos);
+  }
+  return tvmffi_py_to_any(item, out, temps, argpos);
+}
+
 /* Convert `n` Python items to views in `views`, then call a runtime
  * constructor (ffi.Array / ffi.Map) and keep the result as a temporary. */
 static int build_container(const char* ctor, TVMFFIObjectHandle* cache, PyObject* const* items,
@@ -38,7 +49,7 @@ static int build_container(const char* ctor, TVMFFIObjectHandle* cache, PyObject
   if (views == NULL) return PyErr_NoMemory(), -1;
   int rc = 0;
   for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
-    rc = tvmffi_py_to_any(items[i], &views[i], temps, argpos);
+    rc = element_to_any(items[i], &views[i], temps, argpos);
   }
   TVMFFIAny result = {.type_index = kTVMFFINone};
   if (rc == 0) rc = tvmffi_call_global_any(ctor, cache, views, (int32_t)n, &result);

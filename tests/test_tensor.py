@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import sys
 import weakref
@@ -274,6 +275,43 @@ def test_readonly_array() -> None:
     a.flags.writeable = False
     t = tvmffi.from_dlpack(a)
     assert t.data_ptr == a.ctypes.data
+    # the DLPack read-only flag travels with the tensor to every consumer
+    assert np.from_dlpack(t).flags.writeable is False
+    assert np.from_dlpack(T.echo(a)).flags.writeable is False  # argument, then result
+    assert np.from_dlpack(tvmffi.TensorView(a)).flags.writeable is False
+    assert np.from_dlpack(tvmffi.from_dlpack(tvmffi.TensorView(a))).flags.writeable is False
+    assert np.from_dlpack(T.echo([a])[0]).flags.writeable is False
+    # versioned producers set the flag themselves
+    cap = a.__dlpack__(max_version=(1, 0))
+    assert np.from_dlpack(tvmffi.from_dlpack(cap)).flags.writeable is False
+    assert np.from_dlpack(tvmffi.from_dlpack(Box(a))).flags.writeable is False
+    # writable arrays stay writable
+    b = np.arange(3.0)
+    assert np.from_dlpack(tvmffi.from_dlpack(b)).flags.writeable is True
+    assert np.from_dlpack(T.echo(b)).flags.writeable is True
+
+
+def capsule_flags(cap: Any) -> int:
+    """DLManagedTensorVersioned.flags of an unconsumed "dltensor_versioned" capsule."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    ptr = get(cap, b"dltensor_versioned")
+    # version (2 x uint32), manager_ctx, deleter, then uint64 flags
+    return int(ctypes.c_uint64.from_address(ptr + 24).value)
+
+
+def test_readonly_export_to_torch() -> None:
+    # torch has no read-only tensors and ignores the DLPack flag (as it does
+    # for NumPy's own read-only export): it imports the memory as it is.
+    a = np.arange(4.0)
+    a.flags.writeable = False
+    t = tvmffi.from_dlpack(a)
+    assert capsule_flags(t.__dlpack__(max_version=(1, 0))) & 1  # DLPACK_FLAG_BITMASK_READ_ONLY
+    assert capsule_flags(tvmffi.from_dlpack(np.zeros(2)).__dlpack__(max_version=(1, 0))) == 0
+    x = torch.from_dlpack(t)
+    assert x.data_ptr() == a.ctypes.data
+    assert torch.from_dlpack(a).data_ptr() == a.ctypes.data  # the same as NumPy's export
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 # ---- lifetimes ----------------------------------------------------------------------
@@ -325,12 +363,17 @@ def test_make_array_with_tensor_keeps_source_alive() -> None:
 
 def test_torch_source_lifetime() -> None:
     x = torch.arange(5)
+    ref = weakref.ref(x)
     ptr = x.data_ptr()
     arr = T.make_array_with_tensor(x)
     del x
     gc.collect()
+    assert ref() is not None  # the kept Tensor holds the torch tensor
     assert arr[0].data_ptr == ptr
     assert torch.from_dlpack(arr[0]).tolist() == [0, 1, 2, 3, 4]
+    del arr
+    gc.collect()
+    assert ref() is None
 
 
 def test_refcounts_unchanged_after_many_calls() -> None:
@@ -414,6 +457,39 @@ def test_kept_tensor_view_becomes_tensor() -> None:
     out = T.apply(tvmffi.to_function(lambda: tvmffi.TensorView(a)))
     assert type(out) is tvmffi.Tensor
     assert out.data_ptr == a.ctypes.data and out.shape == (3,)
+
+
+def test_tensor_view_inside_containers_becomes_tensor() -> None:
+    # A container keeps its elements beyond the call: a view inside a list,
+    # tuple or dict travels as a Tensor that keeps the view (and the array) alive.
+    x = np.arange(6, dtype="float32")
+    ref = weakref.ref(x)
+    ptr = x.ctypes.data
+    arr = T.echo([tvmffi.TensorView(x), 1])
+    nested = T.echo([(tvmffi.TensorView(x),), [[tvmffi.TensorView(x)]]])
+    mapping = T.echo({"k": tvmffi.TensorView(x)})
+    del x
+    gc.collect()
+    assert ref() is not None
+    for t in (arr[0], nested[0][0], nested[1][0][0], mapping["k"]):
+        assert type(t) is tvmffi.Tensor
+        assert t.data_ptr == ptr and t.shape == (6,)
+        np.testing.assert_array_equal(np.from_dlpack(t), np.arange(6, dtype="float32"))
+    np.from_dlpack(arr[0])[2] = 42.0  # shares memory with the original array
+    assert float(np.from_dlpack(mapping["k"])[2]) == 42.0
+    del arr, nested, mapping, t
+    gc.collect()
+    assert ref() is None
+
+
+def test_tensor_view_not_accepted_where_tensor_is_kept() -> None:
+    # A direct view argument stays a DLTensor*; a callee that keeps a Tensor
+    # refuses it instead of storing a pointer that would dangle.
+    x = np.arange(3.0)
+    with pytest.raises(TypeError, match="DLTensor"):
+        T.make_array_with_tensor(tvmffi.TensorView(x))
+    arr = T.echo([tvmffi.TensorView(x)])  # the container route makes it a Tensor
+    assert T.make_array_with_tensor(arr[0])[0].data_ptr == x.ctypes.data
 
 
 def test_compact_strides_computed() -> None:

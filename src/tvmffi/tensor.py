@@ -12,8 +12,9 @@ Any DLPack producer passed to a ``Function`` (NumPy, PyTorch, CuPy, JAX arrays,
 ``tvm_ffi.Tensor``) becomes a ``Tensor`` automatically, without copying.
 
 A ``TensorView`` that is *kept* rather than passed (a callback's return value,
-a field assignment) becomes a ``Tensor`` that keeps the view alive, since a raw
-``DLTensor*`` cannot own anything.
+a field assignment, an element of a list, tuple or dict argument, which becomes
+an ``Array`` or ``Map``) becomes a ``Tensor`` that keeps the view alive, since a
+raw ``DLTensor*`` cannot own anything.
 
 Layouts: non-contiguous, zero-size and 0-d arrays pass unchanged. Negative
 strides are passed as they are too: DLPack counts strides as signed element
@@ -23,8 +24,16 @@ process, with NumPy's own export as well), so do not hand such tensors to
 ``torch.from_dlpack``. NumPy arrays whose byte strides are not multiples of the
 itemsize, with non-native byte order, or of sub-byte dtypes stored one per
 byte (ml_dtypes ``int4``) cannot be expressed in DLPack and raise
-``ValueError`` naming the argument. The runtime's Tensor does not keep the
-DLPack read-only flag, so a read-only NumPy array comes back writable.
+``ValueError`` naming the argument.
+
+Read-only data stays read-only: a non-writable NumPy array, or a versioned
+DLPack producer's tensor flagged ``DLPACK_FLAG_BITMASK_READ_ONLY``, gives a
+``Tensor`` (also after passing through FFI calls) whose versioned
+``__dlpack__`` export carries the flag, so ``numpy.from_dlpack`` returns a
+non-writable array. Legacy (unversioned) DLPack has no flags, and PyTorch has
+no read-only tensors: ``torch.from_dlpack`` imports such data as writable, as
+it does NumPy's own read-only export; do not write through it. Tensors made by
+the runtime or another binding carry no flag.
 """
 
 from __future__ import annotations
