@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..device import Device
+
 __all__ = ["DEVICES", "DTYPES", "EnvStream", "Param", "Scalar", "Signature", "Tensor", "Var"]
 
 
@@ -41,15 +43,11 @@ DTYPES: dict[str, DTypeInfo] = {
     "float64": DTypeInfo(2, 64, "double"),
 }
 
-# DLPack device type codes of the device names a Tensor spec accepts.
+# DLPack device type codes of the device names a Tensor spec accepts (the codes
+# come from tvmffi.Device, the one place that maps names to DLPack).
 DEVICES: dict[str, int] = {
-    "cpu": 1,
-    "cuda": 2,
-    "cuda_host": 3,
-    "opencl": 4,
-    "vulkan": 7,
-    "metal": 8,
-    "rocm": 10,
+    name: Device(name).dlpack_device_type
+    for name in ("cpu", "cuda", "cuda_host", "opencl", "vulkan", "metal", "rocm")
 }
 
 # Scalar parameter dtypes -> (C type of the kernel argument, type-schema key).
