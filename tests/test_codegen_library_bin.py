@@ -10,7 +10,9 @@ tvmffi and through the official binding with their imports in place.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import io
 import os
 import random
 import shutil
@@ -469,6 +471,24 @@ def test_embed_layout(builder: Builder) -> None:
     with open(a, "rb") as f:
         assert tree.entries[1].payload == f.read()
     assert _embed.embed_library_bin([]).entries == (LibraryBinEntry(LIB_KEY),)
+
+
+def test_inspect_shows_the_embedded_tree(builder: Builder) -> None:
+    from tvmffi.__main__ import main
+
+    outer = builder.outer("shown", [builder.inner("shown_inner")])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["inspect", outer]) == 0
+    text = out.getvalue()
+    assert "embedded modules (2 in __tvm_ffi__library_bin):" in text
+    assert "[0] _lib: library symbols; imports 1 (root)" in text
+    assert f"[1] {DSO_KIND}: " in text
+    plain = builder.inner("not_embedding")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["inspect", plain]) == 0
+    assert "embedded modules" not in out.getvalue()
 
 
 def test_loader_registered() -> None:

@@ -33,7 +33,23 @@ def _inspect(path: str) -> int:
     print(f"imports ({len(imports)}):")
     for sub in imports:
         print(f"  {sub.kind}")
+    _print_library_bin(path)
     return 0
+
+
+def _print_library_bin(path: str) -> None:
+    """The module tree embedded in the file's ``__tvm_ffi__library_bin``, if any."""
+    from .codegen.library_bin import read_library_bin
+
+    try:
+        tree = read_library_bin(path)
+    except (OSError, ValueError) as err:
+        print(f"embedded modules: unreadable ({err})")
+        return
+    if tree is not None:
+        print(f"embedded modules ({len(tree.entries)} in __tvm_ffi__library_bin):")
+        for line in tree.describe().splitlines():
+            print(f"  {line}")
 
 
 def main(argv: list[str] | None = None) -> int:
