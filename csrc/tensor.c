@@ -192,6 +192,17 @@ _Static_assert(offsetof(OwnTensor, dl) == sizeof(TVMFFIObject),
  * (faster than malloc; releasing it needs the GIL for the owner anyway); one
  * without is plain malloc'ed, so the runtime can drop it anywhere for free.
  * After interpreter exit, Python-side state is leaked on purpose. */
+/* Whether this thread holds the GIL, i.e. has a current thread state (one
+ * that released it, or never ran Python, has none). Cheaper than
+ * PyGILState_Check, which goes through thread-local storage. */
+static inline int gil_held(void) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return PyThreadState_GetUnchecked() != NULL;
+#else
+  return _PyThreadState_UncheckedGet() != NULL;
+#endif
+}
+
 static void own_deleter(void* self, int flags) {
   OwnTensor* t = (OwnTensor*)self;
   if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) {
@@ -204,7 +215,7 @@ static void own_deleter(void* self, int flags) {
     return;
   }
   if (TVMFFI_PY_UNUSABLE()) return;
-  int held = PyGILState_Check(); /* the common case: released right after a call */
+  int held = gil_held(); /* the common case: released right after a call */
   PyGILState_STATE gil = held ? PyGILState_UNLOCKED : PyGILState_Ensure();
   if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) Py_CLEAR(t->owner);
   if (weak) PyObject_Free(t);
@@ -1034,31 +1045,64 @@ static const DLTensor* tensor_dl(PyObject* self) {
   return (const DLTensor*)tvmffi_cell(h);
 }
 
-#define TENSOR_GETTER(name, expr)                           \
-  static PyObject* tensor_get_##name(PyObject* self, void* c) { \
+/* Properties and DLPack methods shared by Tensor and TensorView. */
+static const DLTensor* self_dl(PyObject* self) {
+  return Py_TYPE(self) == &TVMFFITensorViewType ? view_dl(self) : tensor_dl(self);
+}
+
+#define DL_GETTER(name, expr)                                 \
+  static PyObject* dl_get_##name(PyObject* self, void* c) { \
     (void)c;                                                 \
-    const DLTensor* dl = tensor_dl(self);                    \
+    const DLTensor* dl = self_dl(self);                      \
     if (dl == NULL) return NULL;                             \
     return expr;                                             \
   }
 
-TENSOR_GETTER(shape, dl_shape(dl))
-TENSOR_GETTER(strides, dl_strides(dl))
-TENSOR_GETTER(dtype, tvmffi_dtype_from_dl(dl->dtype))
-TENSOR_GETTER(device, tvmffi_device_from_dl(dl->device))
-TENSOR_GETTER(ndim, PyLong_FromLong(dl->ndim))
-TENSOR_GETTER(data_ptr, dl_data_ptr(dl))
+DL_GETTER(shape, dl_shape(dl))
+DL_GETTER(strides, dl_strides(dl))
+DL_GETTER(dtype, tvmffi_dtype_from_dl(dl->dtype))
+DL_GETTER(device, tvmffi_device_from_dl(dl->device))
+DL_GETTER(ndim, PyLong_FromLong(dl->ndim))
+DL_GETTER(data_ptr, dl_data_ptr(dl))
+DL_GETTER(dlpack_device, dl_dlpack_device(dl))
 
-static PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
-  if (tensor_dl(self) == NULL) return NULL;
-  return dlpack_export(((TVMFFIPyObject*)self)->handle, args, kwargs);
-}
-
-static PyObject* tensor_dlpack_device(PyObject* self, PyObject* unused) {
+static PyObject* dl_dlpack_device_method(PyObject* self, PyObject* unused) {
   (void)unused;
-  const DLTensor* dl = tensor_dl(self);
-  return dl == NULL ? NULL : dl_dlpack_device(dl);
+  return dl_get_dlpack_device(self, NULL);
 }
+
+/* A view exports through a Tensor that keeps the view alive. */
+static PyObject* dl_dlpack_method(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if (Py_TYPE(self) != &TVMFFITensorViewType) {
+    return tensor_dl(self) == NULL ? NULL
+                                   : dlpack_export(((TVMFFIPyObject*)self)->handle, args, kwargs);
+  }
+  OwnTensor* h = own_from_dl(view_dl(self), self, view_flags(self));
+  if (h == NULL) return NULL;
+  PyObject* cap = dlpack_export(h, args, kwargs);
+  TVMFFIObjectDecRef(h);
+  return cap;
+}
+
+static PyGetSetDef dl_getset[] = {
+    {"shape", dl_get_shape, NULL, "Shape as a tuple of ints.", NULL},
+    {"strides", dl_get_strides, NULL, "Strides in elements (compact when not stored).", NULL},
+    {"dtype", dl_get_dtype, NULL, "Element type as a DataType.", NULL},
+    {"device", dl_get_device, NULL, "Device holding the data.", NULL},
+    {"ndim", dl_get_ndim, NULL, "Number of dimensions.", NULL},
+    {"data_ptr", dl_get_data_ptr, NULL, "Address of the first element (data + byte_offset).",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef dl_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))dl_dlpack_method, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__(stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule "
+     "sharing this memory (a view's is valid while the viewed array is)."},
+    {"__dlpack_device__", dl_dlpack_device_method, METH_NOARGS,
+     "(device_type, device_id) of the data."},
+    {NULL, NULL, 0, NULL},
+};
 
 static PyObject* tensor_repr(PyObject* self) {
   if (((TVMFFIPyObject*)self)->handle == NULL) return PyUnicode_FromString("tvmffi.Tensor(empty)");
@@ -1109,26 +1153,6 @@ static PyObject* tensor_new(PyTypeObject* type, PyObject* args, PyObject* kwargs
   return py_from_dlpack(NULL, args, kwargs);
 }
 
-static PyGetSetDef tensor_getset[] = {
-    {"shape", tensor_get_shape, NULL, "Shape as a tuple of ints.", NULL},
-    {"strides", tensor_get_strides, NULL, "Strides in elements (compact when not stored).", NULL},
-    {"dtype", tensor_get_dtype, NULL, "Element type as a DataType.", NULL},
-    {"device", tensor_get_device, NULL, "Device holding the data.", NULL},
-    {"ndim", tensor_get_ndim, NULL, "Number of dimensions.", NULL},
-    {"data_ptr", tensor_get_data_ptr, NULL, "Address of the first element (data + byte_offset).",
-     NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyMethodDef tensor_methods[] = {
-    {"__dlpack__", (PyCFunction)(void (*)(void))tensor_dlpack, METH_VARARGS | METH_KEYWORDS,
-     "__dlpack__(stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule "
-     "sharing this tensor's memory."},
-    {"__dlpack_device__", tensor_dlpack_device, METH_NOARGS,
-     "(device_type, device_id) of the tensor."},
-    {NULL, NULL, 0, NULL},
-};
-
 PyTypeObject TVMFFITensorType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.Tensor",
     .tp_basicsize = sizeof(TVMFFIPyObject),
@@ -1138,8 +1162,8 @@ PyTypeObject TVMFFITensorType = {
     .tp_base = &TVMFFIObjectType,
     .tp_new = tensor_new,
     .tp_repr = tensor_repr,
-    .tp_methods = tensor_methods,
-    .tp_getset = tensor_getset,
+    .tp_methods = dl_methods,
+    .tp_getset = dl_getset,
 };
 
 /* ---- tvmffi.TensorView ----------------------------------------------------------- */
@@ -1272,55 +1296,7 @@ static void view_dealloc(PyObject* op) {
   PyObject_Free(op);
 }
 
-#define VIEW_GETTER(name, expr)                                 \
-  static PyObject* view_get_##name(PyObject* self, void* c) { \
-    (void)c;                                                   \
-    const DLTensor* dl = view_dl(self);                        \
-    return expr;                                               \
-  }
-
-VIEW_GETTER(shape, dl_shape(dl))
-VIEW_GETTER(strides, dl_strides(dl))
-VIEW_GETTER(dtype, tvmffi_dtype_from_dl(dl->dtype))
-VIEW_GETTER(device, tvmffi_device_from_dl(dl->device))
-VIEW_GETTER(ndim, PyLong_FromLong(dl->ndim))
-VIEW_GETTER(data_ptr, dl_data_ptr(dl))
-
-static PyObject* view_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
-  /* Export through a Tensor that keeps this view alive. */
-  OwnTensor* h = own_from_dl(view_dl(self), self, view_flags(self));
-  if (h == NULL) return NULL;
-  PyObject* cap = dlpack_export(h, args, kwargs);
-  TVMFFIObjectDecRef(h);
-  return cap;
-}
-
-static PyObject* view_dlpack_device(PyObject* self, PyObject* unused) {
-  (void)unused;
-  return dl_dlpack_device(view_dl(self));
-}
-
 static PyObject* view_repr(PyObject* self) { return dl_repr("tvmffi.TensorView", view_dl(self)); }
-
-static PyGetSetDef view_getset[] = {
-    {"shape", view_get_shape, NULL, "Shape as a tuple of ints.", NULL},
-    {"strides", view_get_strides, NULL, "Strides in elements (compact when not stored).", NULL},
-    {"dtype", view_get_dtype, NULL, "Element type as a DataType.", NULL},
-    {"device", view_get_device, NULL, "Device holding the data.", NULL},
-    {"ndim", view_get_ndim, NULL, "Number of dimensions.", NULL},
-    {"data_ptr", view_get_data_ptr, NULL, "Address of the first element (data + byte_offset).",
-     NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyMethodDef view_methods[] = {
-    {"__dlpack__", (PyCFunction)(void (*)(void))view_dlpack, METH_VARARGS | METH_KEYWORDS,
-     "__dlpack__(stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule "
-     "of the viewed memory (valid while the viewed array is)."},
-    {"__dlpack_device__", view_dlpack_device, METH_NOARGS,
-     "(device_type, device_id) of the view."},
-    {NULL, NULL, 0, NULL},
-};
 
 PyTypeObject TVMFFITensorViewType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.TensorView",
@@ -1332,8 +1308,8 @@ PyTypeObject TVMFFITensorViewType = {
     .tp_new = view_new,
     .tp_dealloc = view_dealloc,
     .tp_repr = view_repr,
-    .tp_methods = view_methods,
-    .tp_getset = view_getset,
+    .tp_methods = dl_methods,
+    .tp_getset = dl_getset,
 };
 
 /* ---- DLPack C exchange API of tvmffi.Tensor --------------------------------------- */
