@@ -7,6 +7,15 @@ NumPy arrays and three torch CPU tensors converted on every call; ``echo`` of a
 NumPy array, which converts the argument and wraps the returned tensor. The
 ``[release_gil=False]`` rows leave out the two GIL transitions that both
 bindings pay by default, to show the conversion cost itself.
+
+Where the floor is (measured 2026-11-22, see the README table): releasing and
+retaking the GIL costs ~45 ns here, which bounds ``nop(t, t, t)`` (the three
+pre-converted tensors take ~4 ns each; ``nop()`` alone is ~63 ns against the
+official ~78 ns). A torch tensor's export through torch's own DLPack C
+exchange API (the cheapest route torch offers: ``dltensor_from_py_object_no_sync``)
+costs ~50 ns per tensor inside torch, which bounds the torch rows; each
+argument still becomes a Tensor object holding a reference to its source, built
+in one allocation.
 """
 
 from __future__ import annotations
@@ -39,6 +48,8 @@ def _env() -> dict[str, object]:
     x = np.zeros((16, 16), dtype="float32")
     env["x"] = x
     env["y"] = torch.zeros(16, 16)
+    env["y2"] = torch.zeros(16, 16)
+    env["y3"] = torch.zeros(16, 16)
     env["ot"] = tvmffi.from_dlpack(x)
     env["tt"] = tvm_ffi.from_dlpack(x)
     return env
@@ -48,6 +59,7 @@ CASES = [
     Case("nop(t, t, t) [from_dlpack tensors]", "o_nop(ot, ot, ot)", "t_nop(tt, tt, tt)"),
     Case("nop(x, x, x) [3 NumPy arrays]", "o_nop(x, x, x)", "t_nop(x, x, x)"),
     Case("nop(x, x, x) [3 torch CPU tensors]", "o_nop(y, y, y)", "t_nop(y, y, y)"),
+    Case("nop(a, b, c) [3 distinct torch tensors]", "o_nop(y, y2, y3)", "t_nop(y, y2, y3)"),
     Case("echo(x) [NumPy array -> Tensor]", "o_echo(x)", "t_echo(x)"),
     Case("echo(x) [torch tensor -> Tensor]", "o_echo(y)", "t_echo(y)"),
     Case("nop(x, x, x) [NumPy, release_gil=False]", "og_nop(x, x, x)", "tg_nop(x, x, x)"),
