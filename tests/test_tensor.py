@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import sys
 import weakref
 from typing import Any
@@ -291,13 +292,31 @@ def test_readonly_array() -> None:
     assert np.from_dlpack(T.echo(b)).flags.writeable is True
 
 
-def capsule_flags(cap: Any) -> int:
-    """DLManagedTensorVersioned.flags of an unconsumed "dltensor_versioned" capsule."""
+def capsule_pointer(cap: Any) -> int:
+    """Address of the DLManagedTensorVersioned in an unconsumed "dltensor_versioned" capsule."""
     get = ctypes.pythonapi.PyCapsule_GetPointer
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    ptr = get(cap, b"dltensor_versioned")
-    # version (2 x uint32), manager_ctx, deleter, then uint64 flags
-    return int(ctypes.c_uint64.from_address(ptr + 24).value)
+    return int(get(cap, b"dltensor_versioned"))
+
+
+def capsule_flags(cap: Any) -> int:
+    """DLManagedTensorVersioned.flags: after version (2 x uint32), manager_ctx, deleter."""
+    return int(ctypes.c_uint64.from_address(capsule_pointer(cap) + 24).value)
+
+
+def test_padded_subbyte_flag_rejected() -> None:
+    # A versioned producer flagging padded sub-byte elements is refused (the
+    # runtime's Tensor cannot describe them); the capsule is consumed and freed.
+    a = np.zeros(4, dtype="uint8")
+    ref = weakref.ref(a)
+    cap = a.__dlpack__(max_version=(1, 0))
+    flags = ctypes.c_uint64.from_address(capsule_pointer(cap) + 24)
+    flags.value |= 4  # DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED
+    with pytest.raises(ValueError, match="sub-byte"):
+        tvmffi.from_dlpack(cap)
+    del a, cap, flags
+    gc.collect()
+    assert ref() is None
 
 
 def test_readonly_export_to_torch() -> None:
@@ -359,6 +378,29 @@ def test_make_array_with_tensor_keeps_source_alive() -> None:
     del arr, t
     gc.collect()
     assert ref() is None
+
+
+def test_last_reference_dropped_without_the_gil() -> None:
+    # The runtime may drop a tensor's last reference with the GIL released
+    # (ctypes releases it around foreign calls): the source is still released.
+    lib = ctypes.CDLL(os.path.realpath(tvm_ffi.libinfo.find_libtvm_ffi()))
+    for name in ("TVMFFIObjectIncRef", "TVMFFIObjectDecRef"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p]
+        getattr(lib, name).restype = ctypes.c_int
+    for kind in ("numpy", "torch", "view"):
+        data = torch.arange(5.0) if kind == "torch" else np.arange(5.0)
+        ref = weakref.ref(data)
+        src = tvmffi.TensorView(data) if kind == "view" else data
+        del data
+        t = tvmffi.from_dlpack(src)
+        handle = t.__chandle__()
+        assert lib.TVMFFIObjectIncRef(handle) == 0
+        del t, src
+        gc.collect()
+        assert ref() is not None
+        assert lib.TVMFFIObjectDecRef(handle) == 0  # the last reference, GIL released
+        gc.collect()
+        assert ref() is None
 
 
 def test_torch_source_lifetime() -> None:
