@@ -8,6 +8,7 @@ minimum of each side is reported.
 
 from __future__ import annotations
 
+import os
 import platform
 import timeit
 from dataclasses import dataclass
@@ -27,8 +28,12 @@ def _ns(stmt: str, env: dict[str, Any], number: int) -> float:
     return timeit.Timer(stmt, globals=env).timeit(number) / number * 1e9
 
 
+REPEATS = int(os.environ.get("TVMFFI_BENCH_REPEATS", "15"))
+"""Interleaved repeats per case; raise it (TVMFFI_BENCH_REPEATS) on a noisy machine."""
+
+
 def measure(
-    cases: list[Case], env: dict[str, Any], repeats: int = 15, number: int = 20000
+    cases: list[Case], env: dict[str, Any], repeats: int = REPEATS, number: int = 20000
 ) -> list[tuple[Case, float, float]]:
     """Return (case, ours_ns, official_ns) with the min over interleaved repeats."""
     rows = []
