@@ -209,15 +209,30 @@ static int check_handle(TVMFFIPyObject* self) {
   return -1;
 }
 
-static void object_dealloc(PyObject* op) {
-  TVMFFIPyObject* self = (TVMFFIPyObject*)op;
-  if (self->weakreflist != NULL) PyObject_ClearWeakRefs(op);
+static void release_handle(TVMFFIPyObject* self) {
+  if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject*)self);
   if (self->handle != NULL) {
     TVMFFIObjectHandle h = self->handle;
     self->handle = NULL;
     TVMFFIObjectDecRef(h);
   }
+}
+
+static void object_dealloc(PyObject* op) {
+  release_handle((TVMFFIPyObject*)op);
   Py_TYPE(op)->tp_free(op);
+}
+
+/* Dealloc of stateless Python subclasses (see object_init_subclass): what
+ * subtype_dealloc would do for them, minus its generic slot and dict handling.
+ * Python subclasses of such a class that do add state keep subtype_dealloc,
+ * which clears their state and then calls this as their base dealloc. */
+static void object_dealloc_heap(PyObject* op) {
+  PyTypeObject* tp = Py_TYPE(op);
+  if (tp->tp_finalize != NULL && PyObject_CallFinalizerFromDealloc(op) < 0) return; /* resurrected */
+  release_handle((TVMFFIPyObject*)op);
+  tp->tp_free(op);
+  Py_DECREF(tp); /* instances of heap types own a reference to their type */
 }
 
 static PyObject* object_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
@@ -331,6 +346,10 @@ static PyObject* object_init_subclass(PyObject* cls, PyObject* unused) {
     tp->tp_free = PyObject_Free;
     tp->tp_traverse = NULL;
     tp->tp_clear = NULL;
+    if (tp->tp_del == NULL &&
+        (base->tp_dealloc == object_dealloc || base->tp_dealloc == object_dealloc_heap)) {
+      tp->tp_dealloc = object_dealloc_heap;
+    }
   }
   Py_RETURN_NONE;
 }

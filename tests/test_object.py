@@ -480,3 +480,41 @@ def test_missing_key_raises_keyerror_with_the_key() -> None:
             _ = m["nope"]
         assert info.value.args == ("nope",)
         assert m.get("nope", 5) == 5 and m.get(object()) is None
+
+
+def test_stateless_subclass_dealloc_keeps_type_refcount_and_finalizers() -> None:
+    import sys
+    import weakref
+
+    class Slotted(Object):
+        __slots__ = ()
+
+    class WithDict(Slotted):  # adds a __dict__: GC again, its own dealloc over ours
+        pass
+
+    finalized: list[int] = []
+
+    class WithDel(Object):
+        __slots__ = ()
+
+        def __del__(self) -> None:
+            finalized.append(1)
+
+    make_array = tvmffi.get_global_func("ffi.Array")
+    for cls in (Slotted, WithDict, WithDel):
+        before = sys.getrefcount(cls)
+        for _ in range(1000):
+            obj = cls.__new__(cls)
+            tvmffi._core._init_handle(obj, make_array, 1, 2)  # obj now owns an ffi.Array
+            assert obj.type_key == "ffi.Array"
+            ref = weakref.ref(obj)
+            del obj
+            assert ref() is None
+        assert sys.getrefcount(cls) == before
+    assert len(finalized) == 1000
+    keep = Slotted.__new__(Slotted)
+    inner = Array([3])
+    tvmffi._core._init_handle(keep, make_array, inner)
+    count = use_count(inner)
+    del keep
+    assert use_count(inner) == count - 1  # the handle was released exactly once
