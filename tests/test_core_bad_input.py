@@ -120,7 +120,6 @@ def test_very_deeply_nested_list_gives_clean_error_in_subprocess():
     assert "raised" in proc.stdout or "ok" in proc.stdout
 
 
-
 _MUTATING_ITEM = """
 import tvmffi.testing as t
 class Evil:
@@ -132,37 +131,34 @@ class Evil:
 """
 
 
-def test_list_mutated_during_conversion_is_memory_safe():
+def _assert_echo_survives(setup: str, name: str) -> None:
+    """Run setup then echo(name) under the debug allocator; the interpreter must live."""
     proc = run_python(
-        _MUTATING_ITEM + "lst = []\n"
-        "lst.append(Evil(lst))\n"
-        "lst.extend('heap string number %d of the list' % i for i in range(20))\n"
-        "try:\n"
-        "    t.echo(lst)\n"
-        "except Exception as e:\n"
-        "    print('raised', type(e).__name__)\n"
-        "print('survived')\n",
+        _MUTATING_ITEM + setup + f"try:\n    t.echo({name})\n"
+        "except Exception as e:\n    print('raised', type(e).__name__)\nprint('survived')\n",
         env_extra={"PYTHONMALLOC": "debug"},
     )
     assert proc.returncode == 0, f"interpreter died (rc={proc.returncode}): {proc.stderr[-2000:]}"
     assert "survived" in proc.stdout
+
+
+def test_list_mutated_during_conversion_is_memory_safe():
+    _assert_echo_survives(
+        "lst = []\n"
+        "lst.append(Evil(lst))\n"
+        "lst.extend('heap string number %d of the list' % i for i in range(20))\n",
+        "lst",
+    )
 
 
 def test_dict_mutated_during_conversion_is_memory_safe():
-    proc = run_python(
-        _MUTATING_ITEM + "d = {}\n"
+    _assert_echo_survives(
+        "d = {}\n"
         "d['first'] = Evil(d)\n"
         "for i in range(20):\n"
-        "    d['key %d' % i] = 'heap string value number %d' % i\n"
-        "try:\n"
-        "    t.echo(d)\n"
-        "except Exception as e:\n"
-        "    print('raised', type(e).__name__)\n"
-        "print('survived')\n",
-        env_extra={"PYTHONMALLOC": "debug"},
+        "    d['key %d' % i] = 'heap string value number %d' % i\n",
+        "d",
     )
-    assert proc.returncode == 0, f"interpreter died (rc={proc.returncode}): {proc.stderr[-2000:]}"
-    assert "survived" in proc.stdout
 
 
 def test_index_item_in_list_converts_without_mutation():
