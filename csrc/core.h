@@ -11,7 +11,9 @@
  *   error.c     FFI errors <-> Python exceptions
  *   device.c    Device value type
  *   dtype.c     DataType value type
- *   tensor.c    Tensor / TensorView types and DLPack in both directions
+ *   tensor.c    Tensor / TensorView types; NumPy and DLPack in both directions
+ *               live beside it in own_tensor.c, tensor_from_py.c, ndarray.c,
+ *               dlpack.c, dlpack_export.c (map in tensor_internal.h)
  *   stream.c    the runtime's per-device environment stream
  */
 #ifndef TVMFFI_CORE_H_
@@ -155,7 +157,7 @@ PyObject* tvmffi_device_from_dl(DLDevice dev);
 PyObject* tvmffi_dtype_from_dl(DLDataType dtype);
 PyObject* tvmffi_set_dtype_hook(PyObject* self, PyObject* hook);
 
-/* ---- tensor.c ---------------------------------------------------------------- */
+/* ---- tensor.c, tensor_from_py.c --------------------------------------------- */
 extern PyTypeObject TVMFFITensorType;     /* tvmffi.Tensor, type index kTVMFFITensor */
 extern PyTypeObject TVMFFITensorViewType; /* tvmffi.TensorView, passed as DLTensor* */
 /* numpy.ndarray once numpy is imported (exact-type fast path), else NULL. */

@@ -1,0 +1,128 @@
+/*
+ * Tensor objects built here (see OwnTensor in tensor_internal.h): every route
+ * from a Python array to a Tensor (NumPy, DLPack exchange API, the Python
+ * protocol, TensorView) ends in one of these, so the callee gets a Tensor
+ * object that owns a reference to its source, and the DLPack read-only flag
+ * travels with it to every later export.
+ */
+#include "tensor_internal.h"
+
+#include <string.h>
+
+/* Copy shape and strides (compact when NULL) into storage[0, 2*ndim). */
+void copy_shape_strides(const DLTensor* src, int64_t* storage) {
+  int n = src->ndim;
+  memcpy(storage, src->shape, sizeof(int64_t) * (size_t)n);
+  if (src->strides != NULL) {
+    memcpy(storage + n, src->strides, sizeof(int64_t) * (size_t)n);
+  } else {
+    int64_t s = 1;
+    for (int i = n - 1; i >= 0; --i) {
+      storage[n + i] = s;
+      s *= src->shape[i];
+    }
+  }
+}
+
+/* Whether this thread holds the GIL, i.e. has a current thread state (one
+ * that released it, or never ran Python, has none). Cheaper than
+ * PyGILState_Check, which goes through thread-local storage. */
+static inline int gil_held(void) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return PyThreadState_GetUnchecked() != NULL;
+#else
+  return _PyThreadState_UncheckedGet() != NULL;
+#endif
+}
+
+/* Runs wherever the last reference goes away, maybe in a thread without the
+ * GIL. A Tensor with a Python owner lives in Python's small-object allocator
+ * (faster than malloc; releasing it needs the GIL for the owner anyway); one
+ * without is plain malloc'ed, so the runtime can drop it anywhere for free.
+ * After interpreter exit, Python-side state is leaked on purpose. */
+void own_deleter(void* self, int flags) {
+  OwnTensor* t = (OwnTensor*)self;
+  if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) {
+    if (t->mv != NULL && t->mv->deleter != NULL) t->mv->deleter(t->mv);
+    if (t->ml != NULL && t->ml->deleter != NULL) t->ml->deleter(t->ml);
+  }
+  int weak = (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) != 0;
+  if (!t->py_alloc) {
+    if (weak) PyMem_RawFree(t);
+    return;
+  }
+  if (TVMFFI_PY_UNUSABLE()) return;
+  int held = gil_held(); /* the common case: released right after a call */
+  PyGILState_STATE gil = held ? PyGILState_UNLOCKED : PyGILState_Ensure();
+  if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) Py_CLEAR(t->owner);
+  if (weak) PyObject_Free(t);
+  if (!held) PyGILState_Release(gil);
+}
+
+/* A Tensor object of `ndim` dimensions, shape/strides pointing at its own
+ * storage, holding a new reference to `owner` (may be NULL). Data, device and
+ * dtype are left for the caller. */
+OwnTensor* own_new(int ndim, PyObject* owner) {
+  size_t size = sizeof(OwnTensor) + sizeof(int64_t) * 2 * (size_t)ndim;
+  OwnTensor* t = owner != NULL ? PyObject_Malloc(size) : PyMem_RawMalloc(size);
+  if (t == NULL) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  t->header.combined_ref_count = ((uint64_t)1 << 32) | 1; /* one strong, one weak */
+  t->header.type_index = kTVMFFITensor;
+  t->header.__padding = 0;
+  t->header.deleter = own_deleter;
+  t->dl.ndim = ndim;
+  t->dl.shape = t->storage;
+  t->dl.strides = t->storage + ndim;
+  t->dl.byte_offset = 0;
+  t->owner = Py_XNewRef(owner);
+  t->mv = NULL;
+  t->ml = NULL;
+  t->flags = 0;
+  t->py_alloc = owner != NULL;
+  return t;
+}
+
+/* A Tensor object describing `src` (shape/strides copied, compact strides
+ * filled in) that keeps `owner` alive. */
+OwnTensor* own_from_dl(const DLTensor* src, PyObject* owner, uint64_t flags) {
+  OwnTensor* t = own_new(src->ndim, owner);
+  if (t == NULL) return NULL;
+  t->dl.data = src->data;
+  t->dl.device = src->device;
+  t->dl.dtype = src->dtype;
+  t->dl.byte_offset = src->byte_offset;
+  t->flags = flags;
+  copy_shape_strides(src, t->storage);
+  return t;
+}
+
+/* A Tensor object owning a consumed producer tensor (exactly one of mv, ml);
+ * on failure the producer tensor is released. */
+OwnTensor* own_from_managed(DLManagedTensorVersioned* mv, DLManagedTensor* ml,
+                            Py_ssize_t argpos) {
+  if (mv != NULL && (mv->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED)) {
+    arg_error(PyExc_ValueError, argpos,
+              "DLPack tensors with padded sub-byte elements are not supported");
+    if (mv->deleter != NULL) mv->deleter(mv);
+    return NULL;
+  }
+  OwnTensor* t = own_from_dl(mv != NULL ? &mv->dl_tensor : &ml->dl_tensor, NULL,
+                             mv != NULL ? mv->flags : 0);
+  if (t == NULL) {
+    if (mv != NULL && mv->deleter != NULL) mv->deleter(mv);
+    if (ml != NULL && ml->deleter != NULL) ml->deleter(ml);
+    return NULL;
+  }
+  t->mv = mv;
+  t->ml = ml;
+  return t;
+}
+
+/* DLPack flags of a tensor handle: known for the tensors built here, none
+ * (writable) for the runtime's own. */
+uint64_t tensor_flags(TVMFFIObjectHandle h) {
+  return ((const TVMFFIObject*)h)->deleter == own_deleter ? ((const OwnTensor*)h)->flags : 0;
+}

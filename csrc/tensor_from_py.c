@@ -1,0 +1,297 @@
+/*
+ * Python object -> Tensor handle: the cheapest route that is still safe,
+ * decided once per Python type (see TypeEntry):
+ *   - numpy.ndarray: read directly (ndarray.c);
+ *   - tvmffi.TensorView / tvmffi.Tensor: its DLTensor / its own handle;
+ *   - DLPack C exchange API or the Python protocol (dlpack.c).
+ * Every route but an existing Tensor ends in ONE Tensor object built here
+ * (own_tensor.c). Conversion errors name the argument.
+ */
+#include "tensor_internal.h"
+
+PyTypeObject* tvmffi_numpy_ndarray_type;
+static PyTypeObject* g_torch_tensor_type;
+static PyObject* g_str_dlpack;
+
+/* ---- errors naming the argument ----------------------------------------------- */
+static PyObject* fetch_exception(void) {
+#if PY_VERSION_HEX >= 0x030C0000
+  return PyErr_GetRaisedException();
+#else
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (value != NULL && tb != NULL) PyException_SetTraceback(value, tb);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  return value;
+#endif
+}
+
+/* Replace the pending exception by one that names the argument: TypeError
+ * stays TypeError, other Exceptions become ValueError; the original is kept as
+ * __cause__. MemoryError and non-Exception exceptions pass through. */
+int wrap_error(Py_ssize_t argpos, PyObject* obj, const char* what) {
+  if (!PyErr_ExceptionMatches(PyExc_Exception) || PyErr_ExceptionMatches(PyExc_MemoryError)) {
+    return -1;
+  }
+  PyObject* exc = fetch_exception();
+  if (exc == NULL) return -1;
+  PyObject* cls = PyObject_TypeCheck(exc, (PyTypeObject*)PyExc_TypeError) ? PyExc_TypeError
+                                                                            : PyExc_ValueError;
+  PyObject* msg;
+  if (argpos >= 0) {
+    msg = PyUnicode_FromFormat("argument %zd: %s of '%.200s' failed: %.200s: %S", argpos, what,
+                               Py_TYPE(obj)->tp_name, Py_TYPE(exc)->tp_name, exc);
+  } else {
+    msg = PyUnicode_FromFormat("%s of '%.200s' failed: %.200s: %S", what, Py_TYPE(obj)->tp_name,
+                               Py_TYPE(exc)->tp_name, exc);
+  }
+  PyObject* new_exc = msg ? PyObject_CallOneArg(cls, msg) : NULL;
+  Py_XDECREF(msg);
+  if (new_exc == NULL) {
+    Py_DECREF(exc);
+    return -1;
+  }
+  PyException_SetCause(new_exc, exc); /* steals exc */
+  PyErr_SetObject(cls, new_exc);
+  Py_DECREF(new_exc);
+  return -1;
+}
+
+/* Raise `cls` with a message prefixed by the argument position. */
+int arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...) {
+  va_list va;
+  va_start(va, fmt);
+  PyObject* msg = PyUnicode_FromFormatV(fmt, va);
+  va_end(va);
+  if (msg == NULL) return -1;
+  if (argpos >= 0) {
+    PyErr_Format(cls, "argument %zd: %U", argpos, msg);
+  } else {
+    PyErr_SetObject(cls, msg);
+  }
+  Py_DECREF(msg);
+  return -1;
+}
+
+/* ---- known array types (resolved once their module is imported) --------------- */
+static PyTypeObject* module_type(const char* module, const char* name) {
+  PyObject* mod = PyDict_GetItemString(PyImport_GetModuleDict(), module); /* borrowed */
+  if (mod == NULL) return NULL;
+  PyObject* tp = PyObject_GetAttrString(mod, name);
+  if (tp == NULL || !PyType_Check(tp)) {
+    PyErr_Clear();
+    Py_XDECREF(tp);
+    return NULL;
+  }
+  return (PyTypeObject*)tp; /* kept for the life of the process */
+}
+
+void refresh_known_types(void) {
+  if (tvmffi_numpy_ndarray_type == NULL) tvmffi_numpy_ndarray_type = module_type("numpy", "ndarray");
+  if (g_torch_tensor_type == NULL) g_torch_tensor_type = module_type("torch", "Tensor");
+}
+
+int is_ndarray_type(PyTypeObject* tp) {
+  if (tvmffi_numpy_ndarray_type == NULL) refresh_known_types();
+  return tvmffi_numpy_ndarray_type != NULL && PyType_IsSubtype(tp, tvmffi_numpy_ndarray_type);
+}
+
+static int is_torch_type(PyTypeObject* tp) {
+  if (g_torch_tensor_type == NULL) refresh_known_types();
+  return g_torch_tensor_type != NULL && PyType_IsSubtype(tp, g_torch_tensor_type);
+}
+
+int tvmffi_is_tensor_type(PyTypeObject* tp) {
+  refresh_known_types();
+  if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) return 1;
+  PyObject* attr = PyObject_GetAttr((PyObject*)tp, g_str_dlpack);
+  if (attr == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  Py_DECREF(attr);
+  return 1;
+}
+
+/* An ndarray subclass that overrides __dlpack__ gets the protocol route. */
+static int same_dlpack_as_ndarray(PyTypeObject* tp) {
+  if (tp == tvmffi_numpy_ndarray_type) return 1;
+  PyObject* mine = PyObject_GetAttr((PyObject*)tp, g_str_dlpack);
+  PyObject* base = PyObject_GetAttr((PyObject*)tvmffi_numpy_ndarray_type, g_str_dlpack);
+  int same = mine != NULL && mine == base;
+  Py_XDECREF(mine);
+  Py_XDECREF(base);
+  PyErr_Clear();
+  return same;
+}
+
+/* ---- the route of each Python type ---------------------------------------------- */
+#define TYPE_CACHE_SIZE 32
+static TypeEntry g_type_cache[TYPE_CACHE_SIZE];
+
+const TypeEntry* type_entry(PyTypeObject* tp) {
+  TypeEntry* e = &g_type_cache[((uintptr_t)tp >> 4) % TYPE_CACHE_SIZE];
+  if (e->type == tp) return e;
+  TypeEntry fresh = {tp, TK_PROTOCOL, NULL, 0};
+  if (is_ndarray_type(tp) && same_dlpack_as_ndarray(tp)) {
+    fresh.kind = TK_NDARRAY;
+  } else if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) {
+    fresh.kind = TK_VIEW;
+  } else if (PyType_IsSubtype(tp, &TVMFFIObjectType)) {
+    fresh.kind = TK_OBJECT;
+  } else if ((fresh.api = lookup_exchange_api(tp)) != NULL) {
+    fresh.kind = TK_EXCHANGE;
+    fresh.is_torch = is_torch_type(tp);
+  }
+  Py_INCREF(tp);
+  PyTypeObject* old = e->type;
+  *e = fresh;
+  Py_XDECREF(old);
+  return e;
+}
+
+
+/* ---- from_dlpack's requirements ------------------------------------------------- */
+/* The checks TVMFFITensorFromDLPack makes on request, with the same meaning:
+ * alignment of data + byte_offset (of byte_offset alone where addresses are
+ * not plain pointers), and row-major contiguity ignoring unit dimensions. */
+static int is_direct_address(DLDevice d) {
+  return d.device_type <= kDLCUDAHost || d.device_type == kDLCUDAManaged ||
+         d.device_type == kDLROCM || d.device_type == kDLROCMHost;
+}
+
+static int dl_is_contiguous(const DLTensor* dl) {
+  if (dl->strides == NULL) return 1;
+  for (int i = 0; i < dl->ndim; ++i) {
+    if (dl->shape[i] == 0) return 1;
+  }
+  int64_t expected = 1;
+  for (int i = dl->ndim - 1; i >= 0; --i) {
+    if (dl->shape[i] == 1) continue;
+    if (dl->strides[i] != expected) return 0;
+    expected *= dl->shape[i];
+  }
+  return 1;
+}
+
+static int check_requirements(const DLTensor* dl, int align, int contiguous) {
+  if (align > 0) {
+    uintptr_t addr = is_direct_address(dl->device) ? (uintptr_t)dl->data : 0;
+    if ((addr + dl->byte_offset) % (uint64_t)align != 0) {
+      PyErr_Format(PyExc_RuntimeError, "from_dlpack: data is not aligned to %d bytes", align);
+      return -1;
+    }
+  }
+  if (contiguous && !dl_is_contiguous(dl)) {
+    PyErr_SetString(PyExc_RuntimeError, "from_dlpack: the tensor is not contiguous");
+    return -1;
+  }
+  return 0;
+}
+
+/* Hand out `t` as an owned handle after the requested checks. */
+static int own_finish(OwnTensor* t, int align, int contiguous, TVMFFIObjectHandle* out) {
+  if (t == NULL) return -1;
+  if (check_requirements(&t->dl, align, contiguous) != 0) {
+    own_deleter(t, kTVMFFIObjectDeleterFlagBitMaskBoth);
+    return -1;
+  }
+  *out = t;
+  return 0;
+}
+
+/* ---- Python object -> Tensor handle ------------------------------------------ */
+/* For a tensor on a device with streams, the producer's current stream
+ * becomes the environment stream of the call owning `temps` (unless a
+ * use_stream() is active). On failure the tensor `h` is released. */
+static int adopt_producer_stream(PyObject* obj, const TypeEntry* e, TVMFFIObjectHandle h,
+                                 Py_ssize_t argpos, TempList* temps) {
+  DLDevice dev = ((const DLTensor*)tvmffi_cell(h))->device;
+  if (dev.device_type == kDLCPU || e->api->current_work_stream == NULL) return 0;
+  void* stream = NULL;
+  if (e->api->current_work_stream(dev.device_type, dev.device_id, &stream) != 0) {
+    TVMFFIObjectDecRef(h);
+    return wrap_error(argpos, obj, "current_work_stream()");
+  }
+  if (tvmffi_stream_adopt(dev.device_type, dev.device_id, stream, temps) != 0) {
+    TVMFFIObjectDecRef(h);
+    return -1;
+  }
+  return 0;
+}
+
+/* Owned Tensor handle for any tensor-like Python object. With `temps`, a
+ * framework's current stream for the tensor's device is adopted for the call. */
+int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int contiguous,
+                          TempList* temps, TVMFFIObjectHandle* out) {
+  const TypeEntry* e = type_entry(Py_TYPE(obj));
+  switch (e->kind) {
+    case TK_NDARRAY:
+      return own_finish(numpy_tensor(obj, argpos), align, contiguous, out);
+    case TK_VIEW:
+      return own_finish(own_from_dl(view_dl(obj), obj, view_flags(obj)), align, contiguous, out);
+    case TK_OBJECT: {
+      if (!is_tensor_object(obj)) {
+        return arg_error(PyExc_TypeError, argpos, "expected a tensor, got '%.200s'",
+                         Py_TYPE(obj)->tp_name);
+      }
+      TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
+      if (check_requirements((const DLTensor*)tvmffi_cell(h), align, contiguous) != 0) return -1;
+      TVMFFIObjectIncRef(h);
+      *out = h;
+      return 0;
+    }
+    case TK_EXCHANGE:
+      if (own_finish(exchange_tensor(obj, e, argpos), align, contiguous, out) != 0) return -1;
+      return temps == NULL ? 0 : adopt_producer_stream(obj, e, *out, argpos, temps);
+    default:
+      return own_finish(protocol_tensor(obj, argpos), align, contiguous, out);
+  }
+}
+
+static void set_tensor_any(TVMFFIAny* out, TVMFFIObjectHandle h) {
+  out->type_index = kTVMFFITensor;
+  out->zero_padding = 0;
+  out->v_obj = (TVMFFIObject*)h;
+}
+
+static int push_tensor(TVMFFIObjectHandle h, TVMFFIAny* out, TempList* temps) {
+  if (temps_push(temps, h) != 0) {
+    TVMFFIObjectDecRef(h);
+    return -1;
+  }
+  set_tensor_any(out, h);
+  return 0;
+}
+
+int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  OwnTensor* t = numpy_tensor(arr, argpos);
+  return t == NULL ? -1 : push_tensor(t, out, temps);
+}
+
+int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  /* A view is a DLTensor* only as a call argument. Without a position the
+   * value is kept (a callback's result, a field, an owned Any), and a raw
+   * pointer would dangle: it becomes a Tensor that keeps the view alive. */
+  if (Py_TYPE(obj) == &TVMFFITensorViewType && argpos >= 0) {
+    out->type_index = kTVMFFIDLTensorPtr;
+    out->zero_padding = 0;
+    out->v_ptr = view_dl(obj);
+    return 0;
+  }
+  return tvmffi_tensor_to_kept_any(obj, out, temps, argpos);
+}
+
+int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
+                              Py_ssize_t argpos) {
+  TVMFFIObjectHandle h;
+  if (tensor_handle_from_py(obj, argpos, 0, 0, temps, &h) != 0) return -1;
+  return push_tensor(h, out, temps);
+}
+
+int tensor_from_py_init(void) {
+  g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
+  return g_str_dlpack == NULL ? -1 : 0;
+}

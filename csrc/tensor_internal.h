@@ -1,0 +1,144 @@
+/*
+ * Declarations shared by the tensor files of tvmffi._core (nothing outside
+ * them includes this; core.h holds what the rest of the extension uses):
+ *
+ *   tensor.c          tvmffi.Tensor / tvmffi.TensorView types, their shared
+ *                     properties, from_dlpack, registration
+ *   own_tensor.c      Tensor objects built here in one allocation (OwnTensor)
+ *   ndarray.c         the NumPy fast path (array fields read directly)
+ *   dlpack.c          producers -> tensors: DLPack C exchange API and the
+ *                     Python protocol (capsules)
+ *   tensor_from_py.c  Python object -> Tensor handle: which route a type
+ *                     takes, from_dlpack's checks, errors naming the argument
+ *   dlpack_export.c   tensors -> consumers: __dlpack__ and tvmffi.Tensor's
+ *                     own DLPack C exchange API
+ */
+#ifndef TVMFFI_TENSOR_INTERNAL_H_
+#define TVMFFI_TENSOR_INTERNAL_H_
+
+#include "core.h"
+
+#include <stddef.h>
+
+/* DLPack capsule names (the array API's), before and after consumption. */
+static const char* const kCapsule = "dltensor";
+static const char* const kCapsuleUsed = "used_dltensor";
+static const char* const kCapsuleVersioned = "dltensor_versioned";
+static const char* const kCapsuleVersionedUsed = "used_dltensor_versioned";
+
+/* ---- own_tensor.c: Tensor objects built here ------------------------------- */
+/* A runtime Tensor (type index kTVMFFITensor) made in ONE allocation: the C
+ * ABI's object header, the DLTensor that follows it in every Tensor object
+ * (the runtime's TensorObj is exactly header + DLTensor), then what keeps the
+ * data alive and the shape and strides. Callees, the runtime and other
+ * bindings see an ordinary Tensor: they read the DLTensor, retain and release
+ * through the header's reference count and destroy through our deleter.
+ * Compared with handing a managed tensor to TVMFFITensorFromDLPackVersioned,
+ * this saves the managed tensor and the runtime's second object per argument,
+ * and it keeps the DLPack flags (read-only), which the runtime's Tensor drops. */
+typedef struct {
+  TVMFFIObject header;
+  DLTensor dl;
+  PyObject* owner;              /* Python object keeping the data alive, or NULL */
+  DLManagedTensorVersioned* mv; /* consumed producer tensor released with us, or NULL */
+  DLManagedTensor* ml;          /* same, legacy DLPack */
+  uint64_t flags;               /* DLPACK_FLAG_BITMASK_* that hold for the data */
+  int py_alloc;                 /* memory from PyObject_Malloc (freed under the GIL) */
+  int64_t storage[];            /* shape, then strides */
+} OwnTensor;
+
+_Static_assert(offsetof(OwnTensor, dl) == sizeof(TVMFFIObject),
+               "the DLTensor must follow the object header, as in the runtime's TensorObj");
+
+/* The header's deleter; also frees a Tensor object that was never handed out
+ * (flags kTVMFFIObjectDeleterFlagBitMaskBoth). */
+void own_deleter(void* self, int flags);
+OwnTensor* own_new(int ndim, PyObject* owner);
+OwnTensor* own_from_dl(const DLTensor* src, PyObject* owner, uint64_t flags);
+OwnTensor* own_from_managed(DLManagedTensorVersioned* mv, DLManagedTensor* ml,
+                            Py_ssize_t argpos);
+uint64_t tensor_flags(TVMFFIObjectHandle h);
+/* Copy shape and strides (compact when NULL) into storage[0, 2*ndim). */
+void copy_shape_strides(const DLTensor* src, int64_t* storage);
+
+/* ---- ndarray.c: NumPy ------------------------------------------------------ */
+/* Everything needed from an ndarray. */
+typedef struct {
+  void* data;
+  int ndim;
+  const Py_ssize_t* shape;
+  const Py_ssize_t* strides; /* bytes */
+  Py_ssize_t itemsize;
+  int readonly;
+  DLDataType dtype;
+  int has_view;
+  Py_buffer view;
+} NumpyDesc;
+
+int ndarray_init(void);
+int numpy_describe(PyObject* arr, Py_ssize_t argpos, NumpyDesc* d);
+void numpy_release(NumpyDesc* d);
+int numpy_fill(PyObject* arr, const NumpyDesc* d, DLTensor* dl, int64_t* storage,
+               Py_ssize_t argpos);
+OwnTensor* numpy_tensor(PyObject* arr, Py_ssize_t argpos);
+
+/* ---- tensor_from_py.c: Python object -> Tensor handle ---------------------- */
+/* How values of a Python type become tensors, decided once per type. */
+typedef enum {
+  TK_NDARRAY = 1, /* numpy.ndarray and subclasses */
+  TK_VIEW,        /* tvmffi.TensorView */
+  TK_OBJECT,      /* tvmffi.Object (a Tensor when its handle is one) */
+  TK_EXCHANGE,    /* DLPack C exchange API on the type */
+  TK_PROTOCOL,    /* Python __dlpack__ / __dlpack_device__ */
+} TensorKind;
+
+typedef struct {
+  PyTypeObject* type; /* owned, so a reused address never aliases */
+  TensorKind kind;
+  const DLPackExchangeAPI* api;
+  int is_torch;
+} TypeEntry;
+
+int tensor_from_py_init(void);
+const TypeEntry* type_entry(PyTypeObject* tp);
+void refresh_known_types(void);
+int is_ndarray_type(PyTypeObject* tp);
+/* Raise, naming the argument (argpos >= 0) being converted; both return -1. */
+int wrap_error(Py_ssize_t argpos, PyObject* obj, const char* what);
+int arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...);
+int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int contiguous,
+                          TempList* temps, TVMFFIObjectHandle* out);
+
+static inline int is_tensor_object(PyObject* obj) {
+  return tvmffi_is_object(obj) && ((TVMFFIPyObject*)obj)->handle != NULL &&
+         tvmffi_type_index_of(((TVMFFIPyObject*)obj)->handle) == kTVMFFITensor;
+}
+
+/* ---- dlpack.c: producers -> tensors ---------------------------------------- */
+int dlpack_init(void);
+const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp);
+OwnTensor* exchange_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos);
+PyObject* protocol_checked_capsule(PyObject* obj, Py_ssize_t argpos, int* versioned);
+void capsule_consume(PyObject* cap, int versioned);
+OwnTensor* protocol_tensor(PyObject* obj, Py_ssize_t argpos);
+
+/* ---- dlpack_export.c: tensors -> consumers --------------------------------- */
+PyObject* dlpack_export(TVMFFIObjectHandle h, PyObject* args, PyObject* kwargs);
+/* Put tvmffi.Tensor's own DLPack C exchange API on the type. */
+int dlpack_export_init(void);
+
+/* ---- tensor.c: tvmffi.TensorView ------------------------------------------- */
+typedef struct {
+  PyObject_VAR_HEAD
+  DLTensor dl;
+  PyObject* owner;                     /* keeps the data alive (array, Tensor, view), or NULL */
+  DLManagedTensorVersioned* managed_v; /* consumed producer tensor, released with the view */
+  DLManagedTensor* managed;            /* same, legacy DLPack */
+  uint64_t flags;                      /* DLPACK_FLAG_BITMASK_* (read-only) of the source */
+  int64_t storage[];                   /* shape and strides when stored inline */
+} TVMFFIPyTensorView;
+
+static inline DLTensor* view_dl(PyObject* view) { return &((TVMFFIPyTensorView*)view)->dl; }
+static inline uint64_t view_flags(PyObject* view) { return ((TVMFFIPyTensorView*)view)->flags; }
+
+#endif  /* TVMFFI_TENSOR_INTERNAL_H_ */
