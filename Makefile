@@ -9,7 +9,7 @@ SOURCES := $(wildcard csrc/*.c csrc/*.h src/tvmffi/*.py src/tvmffi/*/*.py) setup
 
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install "setuptools>=68" wheel "apache-tvm-ffi>=0.1.15,<0.2"
+	$(PIP) install "setuptools>=77" wheel "apache-tvm-ffi>=0.1.15,<0.2"
 	touch $@
 
 $(VENV)/.test-deps: $(VENV)/.base
