@@ -20,7 +20,7 @@ def _tvm_ffi_root() -> str:
     spec = importlib.util.find_spec("tvm_ffi")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("apache-tvm-ffi must be installed to build tvmffi")
-    return list(spec.submodule_search_locations)[0]
+    return next(iter(spec.submodule_search_locations))
 
 
 root = _tvm_ffi_root()
@@ -30,7 +30,9 @@ extra_compile_args = ["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fvisib
 # optimization lets those small functions inline into one another.
 extra_link_args = ["-O3", "-flto"]
 if os.environ.get("TVMFFI_SANITIZE"):
-    extra_compile_args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
+    extra_compile_args += [
+        "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g", "-DTVMFFI_SANITIZE"
+    ]
     extra_link_args = ["-fsanitize=address,undefined"]
 else:
     extra_compile_args += ["-flto"]

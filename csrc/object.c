@@ -143,6 +143,18 @@ PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+/* Result objects are created and dropped at call rate. Like CPython's own
+ * float and tuple free lists, plain-sized blocks are recycled (all came from
+ * PyObject_Malloc, and the GIL serializes access) to skip pymalloc's work. */
+#define FREE_BLOCKS_MAX 64
+#if defined(Py_GIL_DISABLED) || defined(TVMFFI_SANITIZE)
+#define FREE_BLOCKS_ENABLED 0 /* no GIL to serialize them / let ASAN see every free */
+#else
+#define FREE_BLOCKS_ENABLED 1
+#endif
+static PyObject* g_free_blocks[FREE_BLOCKS_MAX];
+static int g_free_count;
+
 /* Every result object is allocated here. For the usual class (no GC, fixed
  * size, default allocator) this skips PyType_GenericAlloc's GC bookkeeping. */
 static PyObject* alloc_instance(PyTypeObject* cls) {
@@ -156,10 +168,26 @@ static PyObject* alloc_instance(PyTypeObject* cls) {
   if (cls->tp_alloc != PyType_GenericAlloc || (cls->tp_flags & special) || cls->tp_itemsize != 0) {
     return cls->tp_alloc(cls, 0);
   }
-  PyObject* obj = PyObject_Malloc((size_t)cls->tp_basicsize);
-  if (obj == NULL) return PyErr_NoMemory();
+  PyObject* obj = NULL;
+  if (FREE_BLOCKS_ENABLED && cls->tp_basicsize == (Py_ssize_t)sizeof(TVMFFIPyObject) &&
+      g_free_count > 0) {
+    obj = g_free_blocks[--g_free_count];
+  } else {
+    obj = PyObject_Malloc((size_t)cls->tp_basicsize);
+    if (obj == NULL) return PyErr_NoMemory();
+  }
   memset(obj, 0, (size_t)cls->tp_basicsize);
   return PyObject_Init(obj, cls); /* takes the reference a heap type's instance holds */
+}
+
+/* The counterpart of alloc_instance for types whose tp_free is PyObject_Free. */
+static void free_instance(PyObject* op) {
+  if (FREE_BLOCKS_ENABLED && Py_TYPE(op)->tp_basicsize == (Py_ssize_t)sizeof(TVMFFIPyObject) &&
+      g_free_count < FREE_BLOCKS_MAX) {
+    g_free_blocks[g_free_count++] = op;
+    return;
+  }
+  PyObject_Free(op);
 }
 
 static int is_function_class(PyTypeObject* cls) {
@@ -231,7 +259,11 @@ static void object_dealloc_heap(PyObject* op) {
   PyTypeObject* tp = Py_TYPE(op);
   if (tp->tp_finalize != NULL && PyObject_CallFinalizerFromDealloc(op) < 0) return; /* resurrected */
   release_handle((TVMFFIPyObject*)op);
-  tp->tp_free(op);
+  if (tp->tp_free == PyObject_Free) {
+    free_instance(op);
+  } else {
+    tp->tp_free(op); /* a subclass that added state (GC) */
+  }
   Py_DECREF(tp); /* instances of heap types own a reference to their type */
 }
 

@@ -518,3 +518,18 @@ def test_stateless_subclass_dealloc_keeps_type_refcount_and_finalizers() -> None
     count = use_count(inner)
     del keep
     assert use_count(inner) == count - 1  # the handle was released exactly once
+
+
+def test_recycled_result_objects_stay_distinct() -> None:
+    # Instances of slotted classes reuse freed blocks: live ones never share one.
+    echo = tvmffi.get_global_func("testing.echo")
+    sources = [Array([i]) for i in range(200)]
+    for _ in range(3):
+        results = [echo(s) for s in sources]
+        assert len({id(r) for r in results}) == len(results)
+        for i, (r, s) in enumerate(zip(results, sources, strict=True)):
+            assert r.same_as(s) and r[0] == i
+        shapes = [echo(Shape([i, i])) for i in range(100)]  # another class, same block size
+        assert [tuple(sh) for sh in shapes] == [(i, i) for i in range(100)]
+        del results[::2]
+        assert all(type(r) is Array for r in results) and len({id(r) for r in results}) == 100
