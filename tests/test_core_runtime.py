@@ -8,6 +8,7 @@ import signal
 import threading
 
 import pytest
+from conftest import run_python
 
 import tvmffi
 import tvmffi.testing as testing
@@ -215,3 +216,18 @@ def test_package_version_and_lib_path():
     path = tvmffi.lib_path()
     assert os.path.isfile(path)
     assert os.path.basename(path).startswith("libtvm_ffi")
+
+
+def test_codegen_is_imported_on_first_use():
+    code = (
+        "import sys, tvmffi\n"
+        "assert 'tvmffi.codegen' not in sys.modules\n"
+        "assert tvmffi.codegen.Signature.__name__ == 'Signature'\n"
+        "try:\n"
+        "    tvmffi.no_such_name\n"
+        "except AttributeError as e:\n"
+        "    print('ok', e)\n"
+    )
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert "ok module 'tvmffi' has no attribute 'no_such_name'" in proc.stdout

@@ -95,3 +95,12 @@ __all__ = [
 
 # Registers ffi.Module.load_from_bytes.tvmffi_dso (module libraries embedded in another).
 from . import _embedded_loader  # noqa: E402, F401
+
+
+def __getattr__(name: str) -> object:
+    """Import ``tvmffi.codegen`` on first use, so ``import tvmffi`` stays light."""
+    if name == "codegen":
+        import importlib
+
+        return importlib.import_module(".codegen", __name__)
+    raise AttributeError(f"module 'tvmffi' has no attribute {name!r}")
