@@ -1,9 +1,11 @@
 """Locate and load the one ``libtvm_ffi`` shared with the official binding.
 
-The runtime is the library shipped in the ``apache-tvm-ffi`` wheel. We ask that
-wheel's own ``tvm_ffi.libinfo.find_libtvm_ffi()`` for the path, executing only
-that stdlib-only file (importing the ``tvm_ffi`` package would load its Cython
-core as a side effect), and load the file with ``RTLD_GLOBAL`` before
+The runtime is the library shipped in the ``apache-tvm-ffi`` wheel, at
+``tvm_ffi/lib/libtvm_ffi.so``, the file ``tvm_ffi.libinfo.find_libtvm_ffi()``
+finds through the wheel's RECORD. We take it from there directly (without
+importing ``tvm_ffi``, which would load its Cython core) and fall back to
+executing that stdlib-only libinfo file when the wheel layout differs. The
+file is loaded with ``RTLD_GLOBAL`` before
 ``tvmffi._core`` is imported. The extension's ``DT_NEEDED libtvm_ffi.so`` entry
 then resolves, by soname, to this very copy, so both bindings in one process
 share one function registry, one type table and one error channel.
