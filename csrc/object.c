@@ -63,7 +63,8 @@ static PyTypeObject* subclass_for(int32_t type_index, PyTypeObject* ancestor) {
   PyObject* cls = PyObject_CallFunction(g_subclass_hook, "iO", (int)type_index, ancestor);
   if (cls == NULL) return NULL;
   Py_DECREF(cls); /* the hook registered it: g_registered holds the reference */
-  return registered_class(type_index);
+  PyTypeObject* made = registered_class(type_index);
+  return made != NULL || PyErr_Occurred() ? made : ancestor;
 }
 
 /* Registered class of the type or of its nearest ancestor. */
