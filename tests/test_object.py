@@ -533,3 +533,17 @@ def test_recycled_result_objects_stay_distinct() -> None:
         assert [tuple(sh) for sh in shapes] == [(i, i) for i in range(100)]
         del results[::2]
         assert all(type(r) is Array for r in results) and len({id(r) for r in results}) == 100
+
+
+def test_list_pop_and_reverse() -> None:
+    lst = List([1, "two", 3.0, 4])
+    assert lst.pop() == 4 and lst.pop(0) == 1 and lst.pop(-1) == 3.0
+    assert lst == ["two"]
+    with pytest.raises(IndexError):
+        lst.pop(5)
+    lst.extend([5, 6])
+    lst.reverse()
+    assert lst == [6, 5, "two"]
+    lst.clear()
+    with pytest.raises(IndexError):
+        lst.pop()

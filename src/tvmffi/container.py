@@ -142,6 +142,14 @@ class List(_FFISequence, MutableSequence[Any]):
         """Append ``value`` at the end."""
         _g("ffi.ListAppend")(self, value)
 
+    def pop(self, index: int = -1) -> Any:
+        """Remove and return the element at ``index`` (the last by default)."""
+        return _g("ffi.ListPop")(self, self._norm(index))
+
+    def reverse(self) -> None:
+        """Reverse the list in place."""
+        _g("ffi.ListReverse")(self)
+
     def clear(self) -> None:
         """Remove every element."""
         _g("ffi.ListClear")(self)
