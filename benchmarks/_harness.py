@@ -8,6 +8,7 @@ minimum of each side is reported.
 
 from __future__ import annotations
 
+import datetime
 import os
 import platform
 import timeit
@@ -70,3 +71,17 @@ def table(rows: list[tuple[Case, float, float]], floor: float) -> str:
         out.append(f"| `{case.name}` | {ours:.0f} | {official:.0f} | {ours / official:.2f} |")
     out.append(f"| `abs(1)` (builtin floor) | {floor:.0f} | | |")
     return "\n".join(out)
+
+
+def report(cases: list[Case], env: dict[str, Any], extra: str = "") -> None:
+    """Measure ``cases`` and print the dated header line and the table."""
+    import tvm_ffi
+
+    import tvmffi
+
+    rows = measure(cases, env)
+    print(
+        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
+        f"tvm_ffi {tvm_ffi.__version__}, runtime {tvmffi.tvm_ffi_version()}{extra}"
+    )
+    print(table(rows, floor_ns(env)))

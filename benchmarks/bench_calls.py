@@ -5,14 +5,13 @@ Run: ``make bench`` (or ``python benchmarks/bench_calls.py``).
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
 import tvm_ffi
-from _harness import Case, floor_ns, machine, measure, table
+from _harness import Case, report
 
 import tvmffi
 import tvmffi.testing
@@ -51,11 +50,7 @@ CORE_CASES = [
 
 def main() -> None:
     """Measure and print the table."""
-    env = _env()
-    rows = measure(CORE_CASES, env)
-    print(f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
-          f"tvm_ffi {tvm_ffi.__version__}, runtime {tvmffi.tvm_ffi_version()}")
-    print(table(rows, floor_ns(env)))
+    report(CORE_CASES, _env())
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ Run: ``python benchmarks/bench_modules.py``.
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 import tempfile
@@ -17,7 +16,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "module_fixtures"))
 
 import tvm_ffi  # noqa: E402
-from _harness import Case, floor_ns, machine, measure, table  # noqa: E402
+from _harness import Case, report  # noqa: E402
 
 import build as fixture_build  # noqa: E402
 import tvmffi  # noqa: E402
@@ -42,10 +41,7 @@ def main() -> None:
             "o_f": o_mod.add_int,
             "t_f": t_mod.add_int,
         }
-        rows = measure(CASES, env)
-        print(f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
-              f"tvm_ffi {tvm_ffi.__version__}, runtime {tvmffi.tvm_ffi_version()}")
-        print(table(rows, floor_ns(env)))
+        report(CASES, env)
 
 
 if __name__ == "__main__":

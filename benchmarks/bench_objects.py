@@ -6,7 +6,6 @@ class for ``testing.TestObjectBase``.
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 
@@ -14,7 +13,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import tvm_ffi
 import tvm_ffi.testing
-from _harness import Case, floor_ns, machine, measure, table
+from _harness import Case, report
 
 import tvmffi
 import tvmffi.testing
@@ -50,11 +49,7 @@ OBJECT_CASES = [
 
 def main() -> None:
     """Measure and print the table."""
-    env = _env()
-    rows = measure(OBJECT_CASES, env)
-    print(f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
-          f"tvm_ffi {tvm_ffi.__version__}, runtime {tvmffi.tvm_ffi_version()}")
-    print(table(rows, floor_ns(env)))
+    report(OBJECT_CASES, _env())
 
 
 if __name__ == "__main__":

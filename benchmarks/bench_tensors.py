@@ -20,7 +20,6 @@ in one allocation.
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 
@@ -29,7 +28,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import numpy as np
 import torch
 import tvm_ffi
-from _harness import Case, floor_ns, machine, measure, table
+from _harness import Case, report
 
 import tvmffi
 import tvmffi.testing
@@ -69,14 +68,7 @@ CASES = [
 
 def main() -> None:
     """Measure and print the table."""
-    env = _env()
-    rows = measure(CASES, env)
-    print(
-        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
-        f"tvm_ffi {tvm_ffi.__version__}, runtime {tvmffi.tvm_ffi_version()}, "
-        f"numpy {np.__version__}, torch {torch.__version__}"
-    )
-    print(table(rows, floor_ns(env)))
+    report(CASES, _env(), f", numpy {np.__version__}, torch {torch.__version__}")
 
 
 if __name__ == "__main__":
