@@ -235,16 +235,6 @@ typedef enum {
   K_PROTOCOL, /* K_PROTOCOL + i for kProtocols[i] */
 } SlowKind;
 
-static int type_has(PyTypeObject* tp, const char* name) {
-  PyObject* attr = PyObject_GetAttrString((PyObject*)tp, name);
-  if (attr == NULL) {
-    PyErr_Clear();
-    return 0;
-  }
-  Py_DECREF(attr);
-  return 1;
-}
-
 static int is_foreign_type(PyTypeObject* tp) {
   PyObject* mod = PyObject_GetAttrString((PyObject*)tp, "__module__");
   if (mod == NULL) {
@@ -255,7 +245,7 @@ static int is_foreign_type(PyTypeObject* tp) {
   int ours = name != NULL && strncmp(name, "tvm_ffi", 7) == 0 && (name[7] == 0 || name[7] == '.');
   if (name == NULL) PyErr_Clear();
   Py_DECREF(mod);
-  return ours && type_has(tp, "__chandle__");
+  return ours && PyObject_HasAttrString((PyObject*)tp, "__chandle__");
 }
 
 static int classify(PyTypeObject* tp) {
@@ -273,7 +263,7 @@ static int classify(PyTypeObject* tp) {
   if (PyType_IsSubtype(tp, &PyDict_Type)) return K_DICT;
   if (is_foreign_type(tp)) return K_FOREIGN;
   for (int i = 0; i < NUM_PROTOCOLS; ++i) {
-    if (type_has(tp, kProtocols[i])) return K_PROTOCOL + i;
+    if (PyObject_HasAttrString((PyObject*)tp, kProtocols[i])) return K_PROTOCOL + i;
   }
   if (tvmffi_is_tensor_type(tp)) return K_TENSOR;
   PyObject* void_p = tvmffi_ctypes_void_p();

@@ -105,14 +105,7 @@ static int is_torch_type(PyTypeObject* tp) {
 
 int tvmffi_is_tensor_type(PyTypeObject* tp) {
   refresh_known_types();
-  if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) return 1;
-  PyObject* attr = PyObject_GetAttr((PyObject*)tp, g_str_dlpack);
-  if (attr == NULL) {
-    PyErr_Clear();
-    return 0;
-  }
-  Py_DECREF(attr);
-  return 1;
+  return PyType_IsSubtype(tp, &TVMFFITensorViewType) || PyObject_HasAttr((PyObject*)tp, g_str_dlpack);
 }
 
 /* An ndarray subclass that overrides __dlpack__ gets the protocol route. */
