@@ -81,6 +81,11 @@ static PyTypeObject* resolve_class(int32_t type_index) {
   return &TVMFFIObjectType;
 }
 
+/* Registering or dropping a class can change how any type resolves. */
+static void forget_resolved(void) {
+  if (g_resolved) memset(g_resolved, 0, sizeof(PyTypeObject*) * (size_t)g_resolved_cap);
+}
+
 static int cache_class(int32_t type_index, PyTypeObject* cls) {
   if (type_index >= g_resolved_cap) {
     int32_t cap = g_resolved_cap ? g_resolved_cap : 256;
@@ -128,8 +133,7 @@ PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args) {
     tp->tp_getattro = PyObject_GenericGetAttr;
     PyType_Modified(tp);
   }
-  /* A new class can change how subtypes resolve: drop the cache. */
-  if (g_resolved) memset(g_resolved, 0, sizeof(PyTypeObject*) * (size_t)g_resolved_cap);
+  forget_resolved();
   Py_RETURN_NONE;
 }
 
@@ -140,7 +144,7 @@ PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg) {
     return NULL;
   }
   if (PyDict_DelItem(g_registered, arg) != 0) return NULL;
-  if (g_resolved) memset(g_resolved, 0, sizeof(PyTypeObject*) * (size_t)g_resolved_cap);
+  forget_resolved();
   Py_RETURN_NONE;
 }
 
@@ -193,9 +197,8 @@ static void free_instance(PyObject* op) {
 
 static int is_function_class(PyTypeObject* cls) {
   /* Direct subclasses of Object other than Function are the common case. */
-  if (cls == &TVMFFIObjectType || (cls->tp_base == &TVMFFIObjectType && cls != &TVMFFIFunctionType)) {
-    return 0;
-  }
+  if (cls == &TVMFFIObjectType) return 0;
+  if (cls->tp_base == &TVMFFIObjectType && cls != &TVMFFIFunctionType) return 0;
   return PyType_IsSubtype(cls, &TVMFFIFunctionType);
 }
 
@@ -258,7 +261,9 @@ static void object_dealloc(PyObject* op) {
  * which clears their state and then calls this as their base dealloc. */
 static void object_dealloc_heap(PyObject* op) {
   PyTypeObject* tp = Py_TYPE(op);
-  if (tp->tp_finalize != NULL && PyObject_CallFinalizerFromDealloc(op) < 0) return; /* resurrected */
+  if (tp->tp_finalize != NULL && PyObject_CallFinalizerFromDealloc(op) < 0) {
+    return; /* resurrected by __del__ */
+  }
   release_handle((TVMFFIPyObject*)op);
   if (tp->tp_free == PyObject_Free) {
     free_instance(op);

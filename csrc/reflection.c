@@ -93,14 +93,13 @@ static PyObject* fprop_get(PyObject* op, PyObject* obj, PyObject* type) {
     Py_INCREF(op);
     return op;
   }
-  TVMFFIObjectHandle h;
   /* A type's version tag comes from a process-wide counter and is never
    * reused (0 means none), so a match proves the class already passed the
    * Object check, without holding a reference to it. */
   unsigned int tag = Py_TYPE(obj)->tp_version_tag;
-  if (tag != 0 && tag == self->checked_tag && (h = ((TVMFFIPyObject*)obj)->handle) != NULL) {
-    /* checked before */
-  } else {
+  TVMFFIObjectHandle h = NULL;
+  if (tag != 0 && tag == self->checked_tag) h = ((TVMFFIPyObject*)obj)->handle;
+  if (h == NULL) { /* first sight of this class, or an empty object: full check */
     if (obj_handle(obj, &h) != 0) return NULL;
     self->checked_tag = tag;
   }

@@ -105,7 +105,8 @@ static int is_torch_type(PyTypeObject* tp) {
 
 int tvmffi_is_tensor_type(PyTypeObject* tp) {
   refresh_known_types();
-  return PyType_IsSubtype(tp, &TVMFFITensorViewType) || PyObject_HasAttr((PyObject*)tp, g_str_dlpack);
+  if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) return 1;
+  return PyObject_HasAttr((PyObject*)tp, g_str_dlpack);
 }
 
 /* An ndarray subclass that overrides __dlpack__ gets the protocol route. */
