@@ -14,6 +14,7 @@ share one function registry, one type table and one error channel.
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.util
 import os
 import sys
@@ -42,8 +43,9 @@ def _libinfo() -> ModuleType:
     return module
 
 
+@functools.cache
 def lib_path() -> str:
-    """Return the path of the ``libtvm_ffi`` shared library in use."""
+    """Return the path of the ``libtvm_ffi`` shared library in use (found once, at load)."""
     if "tvm_ffi.libinfo" not in sys.modules:
         # Where the wheel ships it; asking libinfo costs ~40 ms of
         # importlib.metadata at import, so it is only the fallback.
