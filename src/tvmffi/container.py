@@ -39,6 +39,13 @@ _seq_getitem = _core._seq_getitem
 _init_handle = _core._init_handle
 
 
+def _ne_from_eq(self: Any, other: object) -> bool:
+    # Object's C comparison answers != by handle; content-compared containers
+    # must answer it from their own __eq__.
+    r = self.__eq__(other)
+    return r if r is NotImplemented else not r
+
+
 class _FFISequence(Object):
     """Read side shared by Array and List: lazy element access, slices of the
     same type, and equality with any FFI or Python list/tuple by content."""
@@ -73,9 +80,7 @@ class _FFISequence(Object):
         other_seq: Any = other
         return all(_seq_getitem(self, i) == other_seq[i] for i in range(n))
 
-    def __ne__(self, other: object) -> bool:
-        r = self.__eq__(other)
-        return r if r is NotImplemented else not r
+    __ne__ = _ne_from_eq
 
     def __repr__(self) -> str:
         return "[" + ", ".join(repr(x) for x in self) + "]"
@@ -248,9 +253,7 @@ class _MapBase(Object):
         other_map: Any = other
         return all(k in other_map and other_map[k] == v for k, v in self._walk(3))
 
-    def __ne__(self, other: object) -> bool:
-        r = self.__eq__(other)
-        return r if r is NotImplemented else not r
+    __ne__ = _ne_from_eq
 
     def __repr__(self) -> str:
         return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self._walk(3)) + "}"
@@ -326,9 +329,7 @@ class Shape(Object, Sequence[Any]):
             return False
         return NotImplemented
 
-    def __ne__(self, other: object) -> bool:
-        r = self.__eq__(other)
-        return r if r is NotImplemented else not r
+    __ne__ = _ne_from_eq
 
     def __hash__(self) -> int:
         return hash(self._tuple())
