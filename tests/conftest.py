@@ -16,13 +16,8 @@ import tvmffi
 import tvmffi.testing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _wheel_dirs() -> tuple[str, str]:
-    """(include dir, lib dir) of the apache-tvm-ffi wheel that tvmffi uses."""
-    lib_dir = os.path.dirname(tvmffi.lib_path())
-    include_dir = os.path.realpath(os.path.join(lib_dir, "..", "include"))
-    return include_dir, lib_dir
+sys.path.insert(0, os.path.join(HERE, "module_fixtures"))
+from build import wheel_dirs as _wheel_dirs  # noqa: E402  (the fixtures' compiler setup)
 
 
 @pytest.fixture(scope="session")
