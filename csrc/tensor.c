@@ -248,7 +248,9 @@ static PyObject* view_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) 
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:TensorView", kwlist, &obj)) return NULL;
   refresh_known_types();
   PyTypeObject* tp = Py_TYPE(obj);
-  if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) return view_copying(view_dl(obj), obj, view_flags(obj));
+  if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) {
+    return view_copying(view_dl(obj), obj, view_flags(obj));
+  }
   if (is_tensor_object(obj)) {
     /* The Tensor object owns the handle, which owns shape and data. */
     TVMFFIPyTensorView* v = view_alloc(0);

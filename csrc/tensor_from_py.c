@@ -89,7 +89,9 @@ static PyTypeObject* module_type(const char* module, const char* name) {
 }
 
 void refresh_known_types(void) {
-  if (tvmffi_numpy_ndarray_type == NULL) tvmffi_numpy_ndarray_type = module_type("numpy", "ndarray");
+  if (tvmffi_numpy_ndarray_type == NULL) {
+    tvmffi_numpy_ndarray_type = module_type("numpy", "ndarray");
+  }
   if (g_torch_tensor_type == NULL) g_torch_tensor_type = module_type("torch", "Tensor");
 }
 
