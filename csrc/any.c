@@ -444,6 +444,10 @@ static PyObject* object_payload_to_py(TVMFFIAny* value) {
 }
 
 PyObject* tvmffi_any_to_py_owned(TVMFFIAny* value) {
+  /* Objects of registered (dynamic) types first: results at call rate. */
+  if (value->type_index >= kTVMFFIDynObjectBegin) {
+    return tvmffi_object_wrap_typed(value->v_obj, value->type_index);
+  }
   switch (value->type_index) {
     case kTVMFFINone:
       Py_RETURN_NONE;

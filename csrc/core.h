@@ -86,6 +86,8 @@ extern PyTypeObject TVMFFIObjectType;
 int tvmffi_object_init_types(PyObject* module);
 /* Wrap an owned handle in the Python class registered for its type. Steals. */
 PyObject* tvmffi_object_wrap_owned(TVMFFIObjectHandle handle);
+/* Same, when the caller already knows the handle's type index (an Any's). */
+PyObject* tvmffi_object_wrap_typed(TVMFFIObjectHandle handle, int32_t type_index);
 /* Create an instance of `cls` (a subclass of Object) around an owned handle. */
 PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle);
 PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args);

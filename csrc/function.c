@@ -15,6 +15,22 @@
 
 static int g_release_gil_default = 1;
 
+/* A result that is one of the call's own object arguments comes back as that
+ * very Python object (echo(o) is o), as pybind11 and nanobind do for a known
+ * instance; the extra reference the result carries is dropped. */
+static PyObject* same_object_arg(PyObject* const* args, Py_ssize_t nargs, TVMFFIAny* result) {
+  if (result->type_index < kTVMFFIStaticObjectBegin) return NULL;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    PyObject* a = args[i];
+    if (PyObject_TypeCheck(a, &TVMFFIObjectType) && ((TVMFFIPyObject*)a)->handle == result->v_obj) {
+      TVMFFIObjectDecRef(result->v_obj);
+      Py_INCREF(a);
+      return a;
+    }
+  }
+  return NULL;
+}
+
 PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
                              int release_gil) {
   TVMFFISafeCallType safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(func))->safe_call;
@@ -42,7 +58,11 @@ PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_
   } else {
     rc = safe_call(func, packed, (int32_t)nargs, &result);
   }
-  res = rc == 0 ? tvmffi_any_to_py_owned(&result) : tvmffi_raise_ffi_error();
+  if (rc != 0) {
+    res = tvmffi_raise_ffi_error();
+  } else if ((res = same_object_arg(args, nargs, &result)) == NULL) {
+    res = tvmffi_any_to_py_owned(&result);
+  }
 done:
   temps_release(&temps);
   if (packed != stack) PyMem_Free(packed);

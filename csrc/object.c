@@ -36,8 +36,16 @@ void temps_release(TempList* t) {
 }
 
 /* ---- class table ------------------------------------------------------------ */
-static PyObject* g_registered;      /* dict: type_index -> class (owns the refs) */
-static PyTypeObject** g_resolved;   /* cache: type_index -> class (borrowed) */
+static PyObject* g_registered; /* dict: type_index -> class (owns the refs) */
+
+/* Cache: type_index -> class (borrowed). `plain` marks classes whose
+ * instances are bare TVMFFIPyObject blocks (see is_plain_class), which
+ * results are wrapped in without any further checks. */
+typedef struct {
+  PyTypeObject* cls;
+  int plain;
+} ResolvedClass;
+static ResolvedClass* g_resolved;
 static int32_t g_resolved_cap;
 
 static PyTypeObject* registered_class(int32_t type_index) {
@@ -83,26 +91,29 @@ static PyTypeObject* resolve_class(int32_t type_index) {
 
 /* Registering or dropping a class can change how any type resolves. */
 static void forget_resolved(void) {
-  if (g_resolved) memset(g_resolved, 0, sizeof(PyTypeObject*) * (size_t)g_resolved_cap);
+  if (g_resolved) memset(g_resolved, 0, sizeof(ResolvedClass) * (size_t)g_resolved_cap);
 }
+
+static int is_plain_class(PyTypeObject* cls);
 
 static int cache_class(int32_t type_index, PyTypeObject* cls) {
   if (type_index >= g_resolved_cap) {
     int32_t cap = g_resolved_cap ? g_resolved_cap : 256;
     while (cap <= type_index) cap *= 2;
-    PyTypeObject** table = PyMem_Realloc(g_resolved, sizeof(PyTypeObject*) * (size_t)cap);
+    ResolvedClass* table = PyMem_Realloc(g_resolved, sizeof(ResolvedClass) * (size_t)cap);
     if (table == NULL) return -1;
-    memset(table + g_resolved_cap, 0, sizeof(PyTypeObject*) * (size_t)(cap - g_resolved_cap));
+    memset(table + g_resolved_cap, 0, sizeof(ResolvedClass) * (size_t)(cap - g_resolved_cap));
     g_resolved = table;
     g_resolved_cap = cap;
   }
-  g_resolved[type_index] = cls;
+  g_resolved[type_index].cls = cls;
+  g_resolved[type_index].plain = is_plain_class(cls);
   return 0;
 }
 
 static PyTypeObject* class_for(int32_t type_index) {
-  if (type_index >= 0 && type_index < g_resolved_cap && g_resolved[type_index] != NULL) {
-    return g_resolved[type_index];
+  if (type_index >= 0 && type_index < g_resolved_cap && g_resolved[type_index].cls != NULL) {
+    return g_resolved[type_index].cls;
   }
   PyTypeObject* cls = resolve_class(type_index);
   if (cls != NULL && type_index >= 0) cache_class(type_index, cls);
@@ -160,32 +171,47 @@ PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg) {
 static PyObject* g_free_blocks[FREE_BLOCKS_MAX];
 static int g_free_count;
 
-/* Every result object is allocated here. For the usual class (no GC, fixed
- * size, default allocator) this skips PyType_GenericAlloc's GC bookkeeping. */
-static PyObject* alloc_instance(PyTypeObject* cls) {
+static int is_function_class(PyTypeObject* cls) {
+  /* Direct subclasses of Object other than Function are the common case. */
+  if (cls == &TVMFFIObjectType) return 0;
+  if (cls->tp_base == &TVMFFIObjectType && cls != &TVMFFIFunctionType) return 0;
+  return PyType_IsSubtype(cls, &TVMFFIFunctionType);
+}
+
+/* A class whose instances are exactly a TVMFFIPyObject from the default
+ * allocator: no GC header, no managed dict or weakref pre-header, no extra
+ * slots. Its instances can be made by filling a raw block. */
+static int is_plain_class(PyTypeObject* cls) {
   unsigned long special = Py_TPFLAGS_HAVE_GC;
 #ifdef Py_TPFLAGS_MANAGED_DICT
-  special |= Py_TPFLAGS_MANAGED_DICT; /* these need a pre-header */
+  special |= Py_TPFLAGS_MANAGED_DICT;
 #endif
 #ifdef Py_TPFLAGS_MANAGED_WEAKREF
   special |= Py_TPFLAGS_MANAGED_WEAKREF;
 #endif
-  if (cls->tp_alloc != PyType_GenericAlloc || (cls->tp_flags & special) || cls->tp_itemsize != 0) {
-    return cls->tp_alloc(cls, 0);
-  }
-  PyObject* obj = NULL;
-  if (FREE_BLOCKS_ENABLED && cls->tp_basicsize == (Py_ssize_t)sizeof(TVMFFIPyObject) &&
-      g_free_count > 0) {
+  return cls->tp_alloc == PyType_GenericAlloc && !(cls->tp_flags & special) &&
+         cls->tp_itemsize == 0 && cls->tp_basicsize == (Py_ssize_t)sizeof(TVMFFIPyObject) &&
+         !is_function_class(cls);
+}
+
+/* An instance of a plain class owning `handle`. */
+static PyObject* new_plain(PyTypeObject* cls, TVMFFIObjectHandle handle) {
+  PyObject* obj;
+  if (FREE_BLOCKS_ENABLED && g_free_count > 0) {
     obj = g_free_blocks[--g_free_count];
   } else {
-    obj = PyObject_Malloc((size_t)cls->tp_basicsize);
-    if (obj == NULL) return PyErr_NoMemory();
+    obj = PyObject_Malloc(sizeof(TVMFFIPyObject));
+    if (obj == NULL) {
+      TVMFFIObjectDecRef(handle);
+      return PyErr_NoMemory();
+    }
   }
-  memset(obj, 0, (size_t)cls->tp_basicsize);
+  ((TVMFFIPyObject*)obj)->handle = handle;
+  ((TVMFFIPyObject*)obj)->weakreflist = NULL;
   return PyObject_Init(obj, cls); /* takes the reference a heap type's instance holds */
 }
 
-/* The counterpart of alloc_instance for types whose tp_free is PyObject_Free. */
+/* The counterpart of new_plain for types whose tp_free is PyObject_Free. */
 static void free_instance(PyObject* op) {
   if (FREE_BLOCKS_ENABLED && Py_TYPE(op)->tp_basicsize == (Py_ssize_t)sizeof(TVMFFIPyObject) &&
       g_free_count < FREE_BLOCKS_MAX) {
@@ -195,16 +221,10 @@ static void free_instance(PyObject* op) {
   PyObject_Free(op);
 }
 
-static int is_function_class(PyTypeObject* cls) {
-  /* Direct subclasses of Object other than Function are the common case. */
-  if (cls == &TVMFFIObjectType) return 0;
-  if (cls->tp_base == &TVMFFIObjectType && cls != &TVMFFIFunctionType) return 0;
-  return PyType_IsSubtype(cls, &TVMFFIFunctionType);
-}
-
 PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle) {
+  if (is_plain_class(cls)) return new_plain(cls, handle);
   if (is_function_class(cls)) return tvmffi_function_wrap_owned(handle);
-  PyObject* obj = alloc_instance(cls);
+  PyObject* obj = cls->tp_alloc(cls, 0);
   if (obj == NULL) {
     TVMFFIObjectDecRef(handle);
     return NULL;
@@ -213,13 +233,21 @@ PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle) {
   return obj;
 }
 
-PyObject* tvmffi_object_wrap_owned(TVMFFIObjectHandle handle) {
-  PyTypeObject* cls = class_for(tvmffi_type_index_of(handle));
+PyObject* tvmffi_object_wrap_typed(TVMFFIObjectHandle handle, int32_t type_index) {
+  /* The call-rate path: a result of an already resolved, plain class. */
+  if ((uint32_t)type_index < (uint32_t)g_resolved_cap && g_resolved[type_index].plain) {
+    return new_plain(g_resolved[type_index].cls, handle);
+  }
+  PyTypeObject* cls = class_for(type_index);
   if (cls == NULL) {
     TVMFFIObjectDecRef(handle);
     return NULL;
   }
   return tvmffi_object_new_of(cls, handle);
+}
+
+PyObject* tvmffi_object_wrap_owned(TVMFFIObjectHandle handle) {
+  return tvmffi_object_wrap_typed(handle, tvmffi_type_index_of(handle));
 }
 
 /* Objects of the official tvm_ffi binding expose their handle via

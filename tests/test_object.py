@@ -278,6 +278,20 @@ def test_repr() -> None:
 
 
 # ---- reference counts --------------------------------------------------------
+def test_result_that_is_an_argument_is_that_object() -> None:
+    p = IntPair(1, 2)
+    assert T.echo(p) is p
+    assert tvmffi.get_global_func("testing.apply")(lambda v: v, p) is p  # second argument
+    assert use_count(p) == 1  # the result's extra reference was dropped
+
+    class Sub(IntPair):  # a Python subclass keeps its class through the call
+        __slots__ = ()
+
+    s = Sub(3, 4)
+    assert T.echo(s) is s and type(T.echo(s)) is Sub
+    assert use_count(s) == 1
+
+
 def test_refcounts_return_to_start() -> None:
     p = IntPair(1, 2)
     start = use_count(p)
@@ -288,8 +302,8 @@ def test_refcounts_return_to_start() -> None:
         T.echo(p)
         tvmffi.Array([p, [p]])
         repr(p)
-    alias = T.echo(p)
-    assert use_count(p) == 2 and alias.same_as(p)
+    alias = Array([p])[0]  # a second wrapper; the Array is gone
+    assert use_count(p) == 2 and alias.same_as(p) and alias is not p
     del alias
     gc.collect()
     assert use_count(p) == start
