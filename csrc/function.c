@@ -18,14 +18,17 @@ static int g_release_gil_default = 1;
 /* A result that is one of the call's own object arguments comes back as that
  * very Python object (echo(o) is o), as pybind11 and nanobind do for a known
  * instance; the extra reference the result carries is dropped. */
-static PyObject* same_object_arg(PyObject* const* args, Py_ssize_t nargs, TVMFFIAny* result) {
+static PyObject* same_object_arg(PyObject* const* args, const TVMFFIAny* packed,
+                                 Py_ssize_t nargs, TVMFFIAny* result) {
   if (result->type_index < kTVMFFIStaticObjectBegin) return NULL;
   for (Py_ssize_t i = 0; i < nargs; ++i) {
-    PyObject* a = args[i];
-    if (PyObject_TypeCheck(a, &TVMFFIObjectType) && ((TVMFFIPyObject*)a)->handle == result->v_obj) {
+    /* The packed handle matches first (cheap); then the argument must be our
+     * wrapper of it, not a list or a foreign object converted to it. */
+    if (packed[i].type_index >= kTVMFFIStaticObjectBegin && packed[i].v_obj == result->v_obj &&
+        tvmffi_is_object(args[i]) && ((TVMFFIPyObject*)args[i])->handle == result->v_obj) {
       TVMFFIObjectDecRef(result->v_obj);
-      Py_INCREF(a);
-      return a;
+      Py_INCREF(args[i]);
+      return args[i];
     }
   }
   return NULL;
@@ -60,7 +63,7 @@ PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_
   }
   if (rc != 0) {
     res = tvmffi_raise_ffi_error();
-  } else if ((res = same_object_arg(args, nargs, &result)) == NULL) {
+  } else if ((res = same_object_arg(args, packed, nargs, &result)) == NULL) {
     res = tvmffi_any_to_py_owned(&result);
   }
 done:

@@ -216,7 +216,13 @@ typedef struct {
  * as m(obj, a) without creating a bound method. */
 static PyObject* mdesc_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf,
                                   PyObject* kwnames) {
-  return PyObject_Vectorcall(((MethodDescriptor*)op)->func, args, nargsf, kwnames);
+  PyObject* func = ((MethodDescriptor*)op)->func;
+  if (Py_TYPE(func) == &TVMFFIFunctionType && kwnames == NULL) {
+    /* Reflected methods are FFI functions: skip one vectorcall dispatch. */
+    TVMFFIPyFunction* f = (TVMFFIPyFunction*)func;
+    return tvmffi_call_handle(f->base.handle, args, PyVectorcall_NARGS(nargsf), f->release_gil);
+  }
+  return PyObject_Vectorcall(func, args, nargsf, kwnames);
 }
 
 static PyObject* mdesc_get(PyObject* op, PyObject* obj, PyObject* type) {
