@@ -99,7 +99,10 @@ PyObject* tvmffi_set_object_hooks(PyObject* self, PyObject* args);
 int tvmffi_foreign_object_handle(PyObject* obj, TVMFFIObjectHandle* out);
 
 static inline int tvmffi_is_object(PyObject* o) {
-  return PyObject_TypeCheck(o, &TVMFFIObjectType);
+  /* Registered classes mostly derive from Object directly: skip the MRO walk. */
+  PyTypeObject* tp = Py_TYPE(o);
+  return tp == &TVMFFIObjectType || tp->tp_base == &TVMFFIObjectType ||
+         PyType_IsSubtype(tp, &TVMFFIObjectType);
 }
 
 /* ---- reflection.c: fields, methods, constructors, container cells ---------- */
@@ -119,6 +122,8 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle);
 /* Call an FFI function handle with Python arguments; returns a new reference. */
 PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
                              int release_gil);
+/* Same, for a Function object (an exact TVMFFIFunctionType instance). */
+PyObject* tvmffi_call_function(PyObject* func, PyObject* const* args, Py_ssize_t nargs);
 /* Look up a global function; *out is NULL when missing. */
 int tvmffi_get_global(const char* name, TVMFFIObjectHandle* out);
 /* Call a cached runtime global function (e.g. "ffi.Array") with AnyView args. */

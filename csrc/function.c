@@ -34,9 +34,8 @@ static PyObject* same_object_arg(PyObject* const* args, const TVMFFIAny* packed,
   return NULL;
 }
 
-PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
-                             int release_gil) {
-  TVMFFISafeCallType safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(func))->safe_call;
+static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call,
+                           PyObject* const* args, Py_ssize_t nargs, int release_gil) {
   TVMFFIAny stack[STACK_ARGS];
   TVMFFIAny* packed = stack;
   if (nargs > STACK_ARGS) {
@@ -72,6 +71,17 @@ done:
   return res;
 }
 
+PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
+                             int release_gil) {
+  TVMFFISafeCallType safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(func))->safe_call;
+  return call_safe(func, safe_call, args, nargs, release_gil);
+}
+
+PyObject* tvmffi_call_function(PyObject* func, PyObject* const* args, Py_ssize_t nargs) {
+  TVMFFIPyFunction* f = (TVMFFIPyFunction*)func;
+  return call_safe(f->base.handle, f->safe_call, args, nargs, f->release_gil);
+}
+
 static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
                                      PyObject* kwnames) {
   TVMFFIPyFunction* self = (TVMFFIPyFunction*)callable;
@@ -79,8 +89,8 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
     PyErr_SetString(PyExc_TypeError, "TVM FFI functions take positional arguments only");
     return NULL;
   }
-  return tvmffi_call_handle(self->base.handle, args, PyVectorcall_NARGS(nargsf),
-                            self->release_gil);
+  return call_safe(self->base.handle, self->safe_call, args, PyVectorcall_NARGS(nargsf),
+                   self->release_gil);
 }
 
 PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {

@@ -219,8 +219,7 @@ static PyObject* mdesc_vectorcall(PyObject* op, PyObject* const* args, size_t na
   PyObject* func = ((MethodDescriptor*)op)->func;
   if (Py_TYPE(func) == &TVMFFIFunctionType && kwnames == NULL) {
     /* Reflected methods are FFI functions: skip one vectorcall dispatch. */
-    TVMFFIPyFunction* f = (TVMFFIPyFunction*)func;
-    return tvmffi_call_handle(f->base.handle, args, PyVectorcall_NARGS(nargsf), f->release_gil);
+    return tvmffi_call_function(func, args, PyVectorcall_NARGS(nargsf));
   }
   return PyObject_Vectorcall(func, args, nargsf, kwnames);
 }
