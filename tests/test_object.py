@@ -416,6 +416,10 @@ def test_identity_through_official_binding() -> None:
     del back
     gc.collect()
     assert use_count(p) == 2  # p and arr's element
+    theirs = tvm_ffi.Array([1, 2])  # a foreign argument comes back wrapped by us
+    mine = T.echo(theirs)
+    assert type(mine) is Array and mine is not theirs and list(mine) == [1, 2]
+    assert mine.__chandle__() == theirs.__chandle__()
 
 
 def test_plain_data_fields_read_their_storage() -> None:
