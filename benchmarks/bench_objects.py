@@ -26,10 +26,22 @@ class TestObjectBase(tvmffi.Object):
     __slots__ = ()
 
 
+@tvmffi.register_object("testing.TestObjectDerived")
+class TestObjectDerived(TestObjectBase):
+    """Our class for the derived testing type (it has object-valued fields)."""
+
+    __slots__ = ()
+
+
+_DERIVED = {"v_i64": 1, "v_f64": 2.0, "v_str": "s", "v_map": {"a": 1}, "v_array": [1, 2]}
+
+
 def _env() -> dict[str, object]:
     return {
         "o_obj": TestObjectBase(v_i64=1),
         "t_obj": tvm_ffi.testing.TestObjectBase(v_i64=1),
+        "o_der": TestObjectDerived(**_DERIVED),
+        "t_der": tvm_ffi.testing.TestObjectDerived(**_DERIVED),
         "o_echo": tvmffi.get_global_func("testing.echo"),
         "t_echo": tvm_ffi.get_global_func("testing.echo"),
         "o_arr": tvmffi.Array([1, 2, 3]),
@@ -42,6 +54,7 @@ OBJECT_CASES = [
     Case("obj.v_i64 = 2", "o_obj.v_i64 = 2", "t_obj.v_i64 = 2"),
     Case("obj.add_i64(1)", "o_obj.add_i64(1)", "t_obj.add_i64(1)"),
     Case("echo(obj)", "o_echo(o_obj)", "t_echo(t_obj)"),
+    Case("obj.v_array [new wrapper each read]", "o_der.v_array", "t_der.v_array"),
     Case("arr[1]", "o_arr[1]", "t_arr[1]"),
     Case("len(arr)", "len(o_arr)", "len(t_arr)"),
 ]
