@@ -133,11 +133,11 @@ def wait_flag(native):
     tvmffi.get_global_func("ffi.FunctionRemoveGlobal")(name)
 
 
-def _setter_thread(native):
-    """A Python thread that sets the flag once wait_flag has been entered.
+def _wait_beside_setter(native, fn, timeout_ms):
+    """Call fn(timeout_ms) while a Python thread tries to set the flag; return fn's result.
 
-    It waits for the entry inside C (GIL released by ctypes), then must run
-    Python code again, which needs the GIL, before it can set the flag.
+    The thread waits for fn to enter its wait inside C (GIL released by ctypes),
+    then must run Python code again, which needs the GIL, before it can set the flag.
     """
     outcome = {}
 
@@ -145,38 +145,31 @@ def _setter_thread(native):
         outcome["entered"] = native.lib.wait_entered(20_000)
         native.lib.set_flag()
 
-    return threading.Thread(target=run), outcome
+    native.lib.reset_flag()
+    setter = threading.Thread(target=run)
+    setter.start()
+    try:
+        result = fn(timeout_ms)
+    finally:
+        setter.join()
+        native.lib.reset_flag()
+    assert outcome["entered"] == 1
+    return result
 
 
 def test_other_threads_run_while_call_releases_gil(native, wait_flag):
     # The main thread waits inside C for a flag that only another Python
     # thread sets: that can only happen if the call released the GIL.
-    native.lib.reset_flag()
     wait_flag.release_gil = True
-    setter, outcome = _setter_thread(native)
-    setter.start()
-    try:
-        assert wait_flag(20_000) is True
-    finally:
-        setter.join()
-        native.lib.reset_flag()
-    assert outcome["entered"] == 1
+    assert _wait_beside_setter(native, wait_flag, 20_000) is True
 
 
 def test_other_threads_blocked_while_call_holds_gil(native, wait_flag):
     # With release_gil=False no other Python thread can run during the call,
     # so the flag cannot be set before the wait gives up.
-    native.lib.reset_flag()
     fn = tvmffi.get_global_func("tvmffi_tests.wait_flag")
     fn.release_gil = False
-    setter, outcome = _setter_thread(native)
-    setter.start()
-    try:
-        assert fn(300) is False
-    finally:
-        setter.join()
-        native.lib.reset_flag()
-    assert outcome["entered"] == 1
+    assert _wait_beside_setter(native, fn, 300) is False
 
 
 # ---- versions ----------------------------------------------------------------------
