@@ -138,10 +138,9 @@ static int protocol_to_any(PyObject* obj, int protocol, TVMFFIAny* out, TempList
     out->type_index = kTVMFFIOpaquePtr;
     out->zero_padding = 0;
     out->v_ptr = p;
-  } else if (tvmffi_is_object(v)) {
-    rc = borrow_into_temps(((TVMFFIPyObject*)v)->handle, out, temps);
   } else {
-    /* A plain value: keep an owned copy alive for the duration of the call. */
+    /* An object or a plain value: keep an owned reference alive for the
+     * duration of the call (an empty Object raises "holds no FFI handle"). */
     TVMFFIAny owned;
     rc = tvmffi_py_to_owned_any(v, &owned);
     if (rc == 0 && owned.type_index >= kTVMFFIStaticObjectBegin) {

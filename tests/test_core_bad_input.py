@@ -87,6 +87,28 @@ def test_to_function_rejects_non_callable():
         tvmffi.to_function(42)
 
 
+class _ObjectProtocol:
+    """Converts through __tvm_ffi_object__, returning whatever it was given."""
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __tvm_ffi_object__(self):
+        return self.obj
+
+
+def test_object_protocol_returning_empty_object_raises_value_error():
+    with pytest.raises(ValueError, match="holds no FFI handle"):
+        echo(_ObjectProtocol(tvmffi.Object()))
+
+
+def test_object_protocol_returning_object_passes_its_handle():
+    arr = tvmffi.Array([1, 2])
+    out = echo(_ObjectProtocol(arr))
+    assert out.same_as(arr)
+    assert list(out) == [1, 2]
+
+
 
 
 def test_self_referential_list_gives_clean_error_in_subprocess():
