@@ -726,10 +726,18 @@ def test_build_embeds_module_library(tmp_path: Any) -> None:
     )
     (inner_dir,) = [d for d in os.listdir(tmp_path) if d.startswith("inner-")]
     inner_path = str(tmp_path / inner_dir / "libinner.so")
-    outer = codegen.build(
-        [(Signature("outer_nop", []), "outer_k")], sources=["int outer_k(void) { return 0; }"],
-        name="outer", output_dir=tmp_path, embed=[inner_path],
-    )
+    outer_args: dict[str, Any] = {
+        "sources": ["int outer_k(void) { return 0; }"], "name": "outer", "output_dir": tmp_path,
+        "embed": [inner_path],
+    }
+    outer = codegen.build([(Signature("outer_nop", []), "outer_k")], **outer_args)
+    (outer_dir,) = [d for d in os.listdir(tmp_path) if d.startswith("outer-")]
+    with open(tmp_path / outer_dir / "tvmffi_library_bin.c") as f:
+        assert "embeds: libinner.so" in f.read()
+    # The same inputs again (embedded bytes included) are a cache hit.
+    runs = _build.stats["compiler_runs"]
+    codegen.build([(Signature("outer_nop", []), "outer_k")], **outer_args)
+    assert _build.stats["compiler_runs"] == runs
     assert len(outer.imports) == 1
     assert outer.get_function("inner_fill") is None
     f = outer.get_function("inner_fill", query_imports=True)

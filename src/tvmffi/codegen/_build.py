@@ -24,6 +24,7 @@ from ..function import Function
 from ..module import Module, load_module
 from ._emit import emit_c, kernel_prototype
 from ._spec import Signature, check_identifier
+from .library_bin import LibraryBin
 
 __all__ = ["CompileError", "build", "export_object", "inline", "stats"]
 
@@ -34,6 +35,7 @@ stats: dict[str, int] = {"compiler_runs": 0}
 
 _LANGS = {".c": "c", ".cc": "c++", ".cpp": "c++", ".cxx": "c++", ".cu": "cuda"}
 _CACHE_VERSION = "tvmffi.codegen/1"
+_LIBRARY_BIN_SOURCE = "tvmffi_library_bin.c"
 
 
 class CompileError(RuntimeError):
@@ -199,23 +201,32 @@ class _Plan:
         self.functions = _normalize_functions(functions)
         wrapper = "\n".join(emit_c(sig, kernel) for sig, kernel in self.functions)
         self.sources = [_Source("tvmffi_wrappers.c", wrapper, "c", None), *_read_sources(sources)]
-        embed_paths = [os.path.abspath(os.fspath(p)) for p in embed]
-        if embed_paths:
-            from ._embed import library_bin_c_source
-
-            text = library_bin_c_source(embed_paths)
-            self.sources.append(_Source("tvmffi_library_bin.c", text, "c", None))
         if isinstance(extra_cflags, str):
             raise TypeError("extra_cflags must be a sequence of strings, not a str")
         self.extra = [str(f) for f in extra_cflags]
+        # Embedded libraries: the digest hashes their payload bytes; the C array
+        # (about four characters per byte) is rendered only when compiling, so a
+        # change to how it is rendered must bump _CACHE_VERSION.
+        self.embedded: LibraryBin | None = None
+        self.embedded_bytes = b""
+        self.embedded_note = ""
+        embed_paths = [os.path.abspath(os.fspath(p)) for p in embed]
+        if embed_paths:
+            from ._embed import embed_library_bin
+
+            self.embedded = embed_library_bin(embed_paths)
+            self.embedded_bytes = self.embedded.to_bytes()
+            names = ", ".join(os.path.basename(p) for p in embed_paths)
+            self.embedded_note = f"embeds: {names}"
         self.include, self.lib_dir = _wheel_dirs()
+        # The embedded array is C, like the wrapper, so it adds no language.
         self.langs = {s.lang for s in self.sources}
 
     def digest(self) -> str:
         h = hashlib.sha256()
 
-        def put(text: str) -> None:
-            data = text.encode("utf-8")
+        def put(text: str | bytes) -> None:
+            data = text.encode("utf-8") if isinstance(text, str) else text
             h.update(len(data).to_bytes(8, "little"))
             h.update(data)
 
@@ -234,14 +245,27 @@ class _Plan:
             put(src.filename)
             put(src.lang)
             put(src.text)
+        if self.embedded is not None:
+            put(_LIBRARY_BIN_SOURCE)
+            put(self.embedded_note)
+            put(self.embedded_bytes)
         return h.hexdigest()[:20]
+
+    def all_sources(self) -> list[_Source]:
+        """The sources to compile, with the embedded libraries rendered as a C array last."""
+        if self.embedded is None:
+            return self.sources
+        from ._embed import library_bin_to_c
+
+        text = library_bin_to_c(self.embedded, comment=self.embedded_note)
+        return [*self.sources, _Source(_LIBRARY_BIN_SOURCE, text, "c", None)]
 
     def compile_objects(self, work: str) -> tuple[list[str], str]:
         """Write the generated files into ``work`` and compile every source to an object."""
         commands: list[tuple[list[str], str]] = []
         objects: list[str] = []
         wrapper_path = ""
-        for i, src in enumerate(self.sources):
+        for i, src in enumerate(self.all_sources()):
             path = src.user_path
             if path is None:
                 path = os.path.join(work, src.filename)
