@@ -666,6 +666,20 @@ def test_kernel_compile_error(tmp_path: Any) -> None:
         assert "__tvm_ffi_broken" in f.read()
 
 
+def test_link_error_names_the_library_and_wrapper(tmp_path: Any) -> None:
+    """Two sources defining the kernel compile but fail to link: the error says so."""
+    kernel = "int twice_k(void) { return 0; }\n"
+    with pytest.raises(_build.CompileError) as info:
+        codegen.build([(Signature("twice", []), "twice_k")], sources=[kernel, kernel],
+                      name="twice", output_dir=tmp_path)
+    message = str(info.value)
+    assert info.value.path.endswith("libtwice.so") and info.value.path in message
+    assert "twice_k" in info.value.output
+    wrapper = message.rsplit("\n(generated wrapper: ", 1)[1].rstrip(")")
+    with open(wrapper) as f:
+        assert "__tvm_ffi_twice" in f.read()
+
+
 def test_build_argument_errors(tmp_path: Any) -> None:
     sig = Signature("dup", [])
     with pytest.raises(ValueError, match="two functions are named 'dup'"):

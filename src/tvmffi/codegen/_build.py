@@ -167,8 +167,11 @@ def _link_command(langs: set[str], out: str, objects: list[str], lib_dir: str) -
             f"-Wl,-rpath,{lib_dir}"]
 
 
-def _run_all(commands: list[tuple[list[str], str]]) -> None:
-    """Run compiler commands in parallel; raise CompileError for the first that fails."""
+def _run_all(commands: list[tuple[list[str], str]], note: str = "") -> None:
+    """Run compiler commands in parallel; raise CompileError for the first that fails.
+
+    ``note`` (when given) ends the error message on a line of its own.
+    """
     procs = []
     for cmd, path in commands:
         stats["compiler_runs"] += 1
@@ -180,12 +183,16 @@ def _run_all(commands: list[tuple[list[str], str]]) -> None:
         if proc.returncode != 0 and failure is None:
             failure = CompileError(
                 f"compiling {path} failed (exit {proc.returncode}):\n"
-                f"$ {' '.join(cmd)}\n{output.strip()}",
+                f"$ {' '.join(cmd)}\n{output.strip()}" + (f"\n{note}" if note else ""),
                 path,
                 output,
             )
     if failure is not None:
         raise failure
+
+
+def _wrapper_note(wrapper_path: str) -> str:
+    return f"(generated wrapper: {wrapper_path})"
 
 
 class _Plan:
@@ -278,12 +285,7 @@ class _Plan:
                    "-o", obj]
             commands.append((cmd, path))
             objects.append(obj)
-        try:
-            _run_all(commands)
-        except CompileError as err:
-            raise CompileError(
-                f"{err}\n(generated wrapper: {wrapper_path})", err.path, err.output
-            ) from None
+        _run_all(commands, _wrapper_note(wrapper_path))
         return objects, wrapper_path
 
 
@@ -327,12 +329,7 @@ def _build_into(plan: _Plan, root: str, final_dir: str, name: str) -> None:
     objects, wrapper_path = plan.compile_objects(work)
     out = os.path.join(work, f"lib{name}.so")
     cmd = _link_command(plan.langs, out, objects, plan.lib_dir)
-    try:
-        _run_all([(cmd, out)])
-    except CompileError as err:
-        raise CompileError(
-            f"{err}\n(generated wrapper: {wrapper_path})", err.path, err.output
-        ) from None
+    _run_all([(cmd, out)], _wrapper_note(wrapper_path))
     for obj in objects:
         os.remove(obj)
     try:
