@@ -9,6 +9,7 @@ headers), so a second :func:`build` of the same inputs only loads the library.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -82,15 +83,10 @@ def _tool(lang: str) -> str:
     raise RuntimeError(f"no {lang} compiler found (looked for {looked}; set ${env})")
 
 
-_VERSIONS: dict[str, str] = {}
-
-
+@functools.cache
 def _tool_version(tool: str) -> str:
-    version = _VERSIONS.get(tool)
-    if version is None:
-        proc = subprocess.run([tool, "--version"], capture_output=True, text=True)
-        version = _VERSIONS[tool] = proc.stdout.strip()
-    return version
+    proc = subprocess.run([tool, "--version"], capture_output=True, text=True)
+    return proc.stdout.strip()
 
 
 def _cache_root(output_dir: str | PathLike[str] | None) -> str:
@@ -158,11 +154,12 @@ def _flags(lang: str, include: str, extra: Sequence[str]) -> list[str]:
     return [*base, "-I", include, *extra]
 
 
-def _link_command(langs: set[str], out: str, objects: list[str], lib_dir: str) -> list[str]:
-    if "cuda" in langs:
-        return [_tool("cuda"), "-shared", "-o", out, *objects, f"-L{lib_dir}", "-ltvm_ffi",
+def _link_command(tools: dict[str, str], out: str, objects: list[str], lib_dir: str) -> list[str]:
+    """The link command for objects compiled by ``tools`` (language -> compiler)."""
+    if "cuda" in tools:
+        return [tools["cuda"], "-shared", "-o", out, *objects, f"-L{lib_dir}", "-ltvm_ffi",
                 "-Xlinker", f"-rpath,{lib_dir}"]
-    tool = _tool("c++" if "c++" in langs else "c")
+    tool = tools["c++" if "c++" in tools else "c"]
     return [tool, "-shared", "-o", out, *objects, f"-L{lib_dir}", "-ltvm_ffi",
             f"-Wl,-rpath,{lib_dir}"]
 
@@ -226,8 +223,11 @@ class _Plan:
             names = ", ".join(os.path.basename(p) for p in embed_paths)
             self.embedded_note = f"embeds: {names}"
         self.include, self.lib_dir = _wheel_dirs()
-        # The embedded array is C, like the wrapper, so it adds no language.
-        self.langs = {s.lang for s in self.sources}
+        # Compilers are resolved once ($CC/$CXX/$NVCC or a PATH search), so the one
+        # the digest hashes is the one that runs. The embedded array is C, like the
+        # wrapper, so it adds no language.
+        langs = {s.lang for s in self.sources}
+        self.tools = {lang: _tool(lang) for lang in sorted(langs)}
 
     def digest(self) -> str:
         h = hashlib.sha256()
@@ -238,8 +238,7 @@ class _Plan:
             h.update(data)
 
         put(_CACHE_VERSION)
-        for lang in sorted(self.langs):
-            tool = _tool(lang)
+        for tool in self.tools.values():
             put(tool)
             put(_tool_version(tool))
         put(self.include)
@@ -281,7 +280,7 @@ class _Plan:
             if i == 0:
                 wrapper_path = path
             obj = os.path.join(work, f"{i}_{os.path.splitext(src.filename)[0]}.o")
-            cmd = [_tool(src.lang), *_flags(src.lang, self.include, self.extra), "-c", path,
+            cmd = [self.tools[src.lang], *_flags(src.lang, self.include, self.extra), "-c", path,
                    "-o", obj]
             commands.append((cmd, path))
             objects.append(obj)
@@ -328,7 +327,7 @@ def _build_into(plan: _Plan, root: str, final_dir: str, name: str) -> None:
     work = tempfile.mkdtemp(prefix=f".{name}-", dir=root)
     objects, wrapper_path = plan.compile_objects(work)
     out = os.path.join(work, f"lib{name}.so")
-    cmd = _link_command(plan.langs, out, objects, plan.lib_dir)
+    cmd = _link_command(plan.tools, out, objects, plan.lib_dir)
     _run_all([(cmd, out)], _wrapper_note(wrapper_path))
     for obj in objects:
         os.remove(obj)
