@@ -37,6 +37,10 @@ import tvmffi
 from tvmffi import codegen
 from tvmffi.codegen import Scalar, Signature, Tensor, Var
 
+# The runtime's headers and library, and the compilers ($CC/$CXX honoured), that
+# codegen.build itself uses: both libraries are built alike.
+from tvmffi.codegen._build import _tool, _wheel_dirs
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 KERNEL = r"""
@@ -63,11 +67,6 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(add3_cpp, Add3);
 """
 
 
-def _wheel_dirs() -> tuple[str, str]:
-    lib_dir = os.path.dirname(tvmffi.lib_path())
-    return os.path.join(os.path.dirname(lib_dir), "include"), lib_dir
-
-
 def build_both(work: str) -> tuple[str, str]:
     """Build the generated library and the C++ one; return their paths."""
     n = Var("n")
@@ -85,7 +84,7 @@ def build_both(work: str) -> tuple[str, str]:
         f.write(CPP)
     cpp = os.path.join(work, "libadd3_cpp.so")
     subprocess.run(
-        ["c++", "-std=c++17", "-O2", "-shared", "-fPIC", "-o", cpp, src, "-I", include,
+        [_tool("c++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-o", cpp, src, "-I", include,
          f"-L{lib_dir}", "-ltvm_ffi", f"-Wl,-rpath,{lib_dir}"],
         check=True,
     )
@@ -144,7 +143,7 @@ def instruction_counts(work: str, generated: str, cpp: str) -> list[tuple[str, f
     include, _ = _wheel_dirs()
     driver = os.path.join(work, "codegen_driver")
     subprocess.run(
-        ["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", driver,
+        [_tool("c"), "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", driver,
          os.path.join(HERE, "codegen_driver.c"), "-I", include, "-ldl"],
         check=True,
     )
