@@ -20,7 +20,9 @@ typedef enum { FIELD_VIA_GETTER, FIELD_INT64, FIELD_FLOAT64, FIELD_BOOL } FieldK
 typedef struct {
   PyObject_HEAD
   const TVMFFIFieldInfo* field;
-  int32_t type_index; /* type that declares the field */
+  int32_t type_index;    /* type that declares the field */
+  int32_t type_depth;    /* its depth: where it sits among a subtype's ancestors */
+  int32_t checked_index; /* last FFI type (the declaring one or a subtype) that passed */
   FieldKind kind;
   unsigned int checked_tag; /* version tag of the last instance type that passed the check */
   PyObject* name;
@@ -48,6 +50,60 @@ static int obj_handle(PyObject* obj, TVMFFIObjectHandle* out) {
   }
   *out = h;
   return 0;
+}
+
+/* Objects of FFI type `ti` have the field: the declaring type or a subtype. */
+static int has_field(const FieldProperty* self, int32_t ti) {
+  if (ti == self->type_index) return 1;
+  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(ti);
+  return info != NULL && info->type_depth > self->type_depth &&
+         info->type_ancestors[self->type_depth]->type_index == self->type_index;
+}
+
+/* Both types are registered with the runtime (one declares a field, the
+ * other is a live object's), so their type info exists. */
+static int field_type_error(const FieldProperty* self, TVMFFIObjectHandle h) {
+  PyObject* want = tvmffi_bytearray_to_str(&TVMFFIGetTypeInfo(self->type_index)->type_key);
+  PyObject* got = tvmffi_bytearray_to_str(&TVMFFIGetTypeInfo(tvmffi_type_index_of(h))->type_key);
+  if (want != NULL && got != NULL) {
+    PyErr_Format(PyExc_TypeError, "field '%U' belongs to %U objects, not to a %U object",
+                 self->name, want, got);
+  }
+  Py_XDECREF(want);
+  Py_XDECREF(got);
+  return -1;
+}
+
+/* The full check: `obj` is a non-empty Object whose FFI type has the field. */
+static int field_handle_slow(FieldProperty* self, PyObject* obj, TVMFFIObjectHandle* out) {
+  if (obj_handle(obj, out) != 0) return -1;
+  int32_t ti = tvmffi_type_index_of(*out);
+  if (!has_field(self, ti)) return field_type_error(self, *out);
+  self->checked_tag = Py_TYPE(obj)->tp_version_tag;
+  self->checked_index = ti;
+  return 0;
+}
+
+/* Handle of an object the field can be accessed on. A type's version tag
+ * comes from a process-wide counter and is never reused (0 means none), so a
+ * tag match proves the class already passed the Object check without holding
+ * a reference to it. The class does not prove the FFI type (a plain Object
+ * wraps any type, and __class__ can be reassigned between registered classes
+ * of equal layout), so the handle's type index is compared on every access:
+ * the declaring type and the last subtype seen pass without a lookup. */
+static inline int field_handle(FieldProperty* self, PyObject* obj, TVMFFIObjectHandle* out) {
+  unsigned int tag = Py_TYPE(obj)->tp_version_tag;
+  if (tag != 0 && tag == self->checked_tag) {
+    TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
+    if (h != NULL) {
+      int32_t ti = tvmffi_type_index_of(h);
+      if (ti == self->type_index || ti == self->checked_index) {
+        *out = h;
+        return 0;
+      }
+    }
+  }
+  return field_handle_slow(self, obj, out);
 }
 
 static PyObject* field_read(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h) {
@@ -93,16 +149,8 @@ static PyObject* fprop_get(PyObject* op, PyObject* obj, PyObject* type) {
     Py_INCREF(op);
     return op;
   }
-  /* A type's version tag comes from a process-wide counter and is never
-   * reused (0 means none), so a match proves the class already passed the
-   * Object check, without holding a reference to it. */
-  unsigned int tag = Py_TYPE(obj)->tp_version_tag;
-  TVMFFIObjectHandle h = NULL;
-  if (tag != 0 && tag == self->checked_tag) h = ((TVMFFIPyObject*)obj)->handle;
-  if (h == NULL) { /* first sight of this class, or an empty object: full check */
-    if (obj_handle(obj, &h) != 0) return NULL;
-    self->checked_tag = tag;
-  }
+  TVMFFIObjectHandle h;
+  if (field_handle(self, obj, &h) != 0) return NULL;
   const char* ptr = (const char*)h + self->field->offset;
   switch (self->kind) {
     case FIELD_INT64: {
@@ -133,7 +181,7 @@ static int fprop_set(PyObject* op, PyObject* obj, PyObject* value) {
     return -1;
   }
   TVMFFIObjectHandle h;
-  if (obj_handle(obj, &h) != 0) return -1;
+  if (field_handle(self, obj, &h) != 0) return -1;
   return field_write(self->field, h, value);
 }
 
@@ -194,6 +242,8 @@ static PyObject* py_field_property(PyObject* m, PyObject* args) {
   if (p == NULL) return NULL;
   p->field = &info->fields[pos];
   p->type_index = type_index;
+  p->type_depth = info->type_depth;
+  p->checked_index = type_index;
   p->kind = field_kind(p->field);
   p->checked_tag = 0;
   p->name = tvmffi_bytearray_to_str(&p->field->name);

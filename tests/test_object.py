@@ -448,6 +448,60 @@ def test_field_descriptor_rejects_foreign_instances() -> None:
         prop.__get__(3, int)
 
 
+def _derived() -> Derived:
+    return Derived(v_i64=1, v_f64=2.0, v_str="s", v_map={"k": 1}, v_array=[1, 2])
+
+
+_NOT_DERIVED = (
+    r"field 'v_array' belongs to testing\.TestObjectDerived objects, not to a testing\.TestIntPair"
+)
+
+
+def test_field_descriptor_rejects_objects_of_an_unrelated_type() -> None:
+    d, pair = _derived(), IntPair(1, 2)
+    assert list(Derived.v_array.__get__(d, Derived)) == [1, 2]  # warms the check cache
+    with pytest.raises(TypeError, match=_NOT_DERIVED):
+        Derived.v_array.__get__(pair, IntPair)
+    with pytest.raises(TypeError, match=r"'v_i64' belongs to testing\.TestObjectBase objects"):
+        Base.v_i64.__get__(pair, IntPair)
+    with pytest.raises(TypeError, match=r"'v_i64' belongs to testing\.TestObjectBase objects"):
+        Base.v_i64.__set__(pair, 5)
+    assert (pair.a, pair.b) == (1, 2)
+
+
+def test_field_descriptor_set_rejects_objects_of_an_unrelated_type() -> None:
+    d, pair = _derived(), IntPair(1, 2)
+    Derived.v_array.__set__(d, [3])  # warms the check cache
+    assert list(d.v_array) == [3]
+    with pytest.raises(TypeError, match=_NOT_DERIVED):
+        Derived.v_array.__set__(pair, [4])
+    assert (pair.a, pair.b) == (1, 2)
+
+
+def test_inherited_field_reads_on_base_and_subtype_objects_alike() -> None:
+    b, d = Base(v_i64=3), _derived()
+    for _ in range(3):  # alternate, so both pass with the cache warm
+        assert Base.v_i64.__get__(b, Base) == 3
+        assert Base.v_i64.__get__(d, Derived) == 1
+    Base.v_i64.__set__(d, 9)
+    assert d.v_i64 == 9 and b.v_i64 == 3
+
+
+def test_field_check_follows_the_object_not_its_python_class() -> None:
+    # __class__ can move an object between registered classes of equal layout;
+    # the field must still refuse an object whose FFI type lacks it.
+    d, pair = _derived(), IntPair(1, 2)
+    assert list(d.v_array) == [1, 2]
+    pair.__class__ = Derived
+    with pytest.raises(TypeError, match=_NOT_DERIVED):
+        _ = pair.v_array
+    with pytest.raises(TypeError, match=_NOT_DERIVED):
+        pair.v_array = [5]
+    plain = T.make_unregistered_object()  # a plain Object wraps any type
+    with pytest.raises(TypeError, match=r"not to a testing\.TestUnregisteredObject"):
+        Derived.v_array.__get__(plain, Object)
+
+
 # ---- container semantics like the Python types they mirror --------------------
 def test_slices_keep_the_container_type() -> None:
     a = Array([1, "x", 3.0, 4])
