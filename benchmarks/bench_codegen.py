@@ -31,7 +31,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np
-from _harness import Case, floor_ns, machine, measure
+from _harness import Case, floor_ns, machine, measure, table
 
 import tvmffi
 from tvmffi import codegen
@@ -167,11 +167,8 @@ def main() -> None:
         f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
         f"runtime {tvmffi.tvm_ffi_version()}, numpy {np.__version__}"
     )
-    print("| call (from tvmffi) | generated (ns) | C++ typed export (ns) | ratio |")
-    print("| --- | ---: | ---: | ---: |")
-    for case, ours, theirs in rows:
-        print(f"| `{case.name}` | {ours:.0f} | {theirs:.0f} | {ours / theirs:.2f} |")
-    print(f"| `abs(1)` (builtin floor) | {floor:.0f} | | |")
+    print(table(rows, floor, ("call (from tvmffi)", "generated (ns)", "C++ typed export (ns)",
+                              "ratio")))
     if counts:
         print()
         print("| instructions per call (callgrind, inside the symbol) | generated | "
