@@ -337,8 +337,14 @@ static PyTypeObject MethodDescriptorType = {
 /* _init_handle(self, func, *args): call func(*args); self takes the result. */
 static PyObject* py_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   (void)m;
-  if (nargs < 2 || !tvmffi_is_object(args[0]) || !tvmffi_is_object(args[1])) {
+  if (nargs < 2 || !tvmffi_is_object(args[0])) {
     PyErr_SetString(PyExc_TypeError, "_init_handle(self, func, *args)");
+    return NULL;
+  }
+  /* The handle is called through its function cell: it must be a Function. */
+  if (Py_TYPE(args[1]) != &TVMFFIFunctionType || ((TVMFFIPyObject*)args[1])->handle == NULL) {
+    PyErr_Format(PyExc_TypeError, "_init_handle: func must be a tvmffi.Function, not %.200s",
+                 Py_TYPE(args[1])->tp_name);
     return NULL;
   }
   TVMFFIPyObject* self = (TVMFFIPyObject*)args[0];

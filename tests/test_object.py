@@ -141,6 +141,17 @@ def test_bad_constructor_args() -> None:
         IntPair(1)
 
 
+def test_init_handle_requires_a_function() -> None:
+    init_handle = tvmffi._core._init_handle
+    obj = Object.__new__(Object)
+    for not_a_function in (Array([1, 2]), Object(), 5, None):
+        with pytest.raises(TypeError, match=r"func must be a tvmffi\.Function"):
+            init_handle(obj, not_a_function, 1)
+    assert obj.__chandle__() == 0  # left empty
+    init_handle(obj, tvmffi.get_global_func("ffi.Array"), 1, 2)
+    assert obj.type_key == "ffi.Array"
+
+
 def test_no_ffi_init() -> None:
     with pytest.raises(TypeError):
         NoAutoInit(1, 2)
