@@ -258,7 +258,6 @@ static PyObject* py_field_property(PyObject* m, PyObject* args) {
 typedef struct {
   PyObject_HEAD
   PyObject* func;
-  int is_static;
   vectorcallfunc vectorcall;
 } MethodDescriptor;
 
@@ -277,7 +276,7 @@ static PyObject* mdesc_vectorcall(PyObject* op, PyObject* const* args, size_t na
 static PyObject* mdesc_get(PyObject* op, PyObject* obj, PyObject* type) {
   (void)type;
   MethodDescriptor* self = (MethodDescriptor*)op;
-  if (self->is_static || obj == NULL) {
+  if (obj == NULL) {
     Py_INCREF(self->func);
     return self->func;
   }
@@ -303,7 +302,6 @@ static PyObject* mdesc_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
   if (self == NULL) return NULL;
   Py_INCREF(func);
   self->func = func;
-  self->is_static = is_static;
   self->vectorcall = mdesc_vectorcall;
   return (PyObject*)self;
 }

@@ -231,6 +231,16 @@ def test_methods() -> None:
         b.add_i64("x")
 
 
+def test_method_descriptor_binds_instances_and_refuses_static_methods() -> None:
+    add = Base.__dict__["add_i64"].__func__
+    desc = tvmffi._core.MethodDescriptor(add)
+    assert desc.__get__(None, Base) is add  # read through the class: the function
+    assert desc.__get__(Base(v_i64=2), Base)(3) == 5
+    assert desc(Base(v_i64=4), 1) == 5
+    with pytest.raises(ValueError, match=r"staticmethod\(\)"):
+        tvmffi._core.MethodDescriptor(add, True)
+
+
 def test_unregistered_object_reflection() -> None:
     u = T.make_unregistered_object()
     assert type(u) is Object
