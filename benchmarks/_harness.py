@@ -12,6 +12,7 @@ import datetime
 import os
 import platform
 import timeit
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,33 @@ class Case:
     name: str
     ours: str
     official: str
+
+
+def testing_funcs(names: Iterable[str], gil_kept: Iterable[str] = ()) -> dict[str, Any]:
+    """``testing.<name>`` from both bindings, as ``o_<name>`` (ours) and ``t_<name>``.
+
+    Each name in ``gil_kept`` also gets separate handles ``og_<name>`` and
+    ``tg_<name>`` with ``release_gil = False``: they show the call path without
+    the two GIL transitions that both bindings pay by default.
+    """
+    import tvm_ffi
+
+    import tvmffi
+    import tvmffi.testing  # loads the library that registers testing.*
+
+    getters: tuple[Callable[[str], Any], ...] = (tvmffi.get_global_func, tvm_ffi.get_global_func)
+    env: dict[str, Any] = {}
+    for prefixes, wanted, release_gil in (
+        (("o_", "t_"), tuple(names), True),
+        (("og_", "tg_"), tuple(gil_kept), False),
+    ):
+        for get, prefix in zip(getters, prefixes, strict=True):
+            for name in wanted:
+                func = get("testing." + name)
+                if not release_gil:
+                    func.release_gil = False
+                env[prefix + name] = func
+    return env
 
 
 def _ns(stmt: str, env: dict[str, Any], number: int) -> float:

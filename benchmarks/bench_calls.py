@@ -10,25 +10,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import tvm_ffi
-from _harness import Case, report
-
-import tvmffi
-import tvmffi.testing
+from _harness import Case, report, testing_funcs
 
 
 def _env() -> dict[str, object]:
-    env: dict[str, object] = {}
-    for prefix, get in (("o_", tvmffi.get_global_func), ("t_", tvm_ffi.get_global_func)):
-        for name in ("nop", "echo", "add_one", "apply"):
-            env[prefix + name] = get("testing." + name)
-    # Separate handles with the GIL kept: shows the call path without the
-    # two GIL transitions (~25-40 ns here) that both bindings pay by default.
-    for prefix, get in (("og_", tvmffi.get_global_func), ("tg_", tvm_ffi.get_global_func)):
-        for name in ("nop", "echo", "add_one"):
-            func = get("testing." + name)
-            func.release_gil = False
-            env[prefix + name] = func
+    # The og_/tg_ handles keep the GIL: the call path without the two GIL
+    # transitions (~25-40 ns here) that both bindings pay by default.
+    env = testing_funcs(("nop", "echo", "add_one", "apply"), gil_kept=("nop", "echo", "add_one"))
     env["s100"] = "x" * 100
     env["pyfunc"] = lambda x: x
     return env

@@ -28,22 +28,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 import numpy as np
 import torch
 import tvm_ffi
-from _harness import Case, report
+from _harness import Case, report, testing_funcs
 
 import tvmffi
-import tvmffi.testing
 
 
 def _env() -> dict[str, object]:
-    env: dict[str, object] = {}
-    for prefix, get in (("o_", tvmffi.get_global_func), ("t_", tvm_ffi.get_global_func)):
-        for name in ("nop", "echo"):
-            env[prefix + name] = get("testing." + name)
-    for prefix, get in (("og_", tvmffi.get_global_func), ("tg_", tvm_ffi.get_global_func)):
-        for name in ("nop", "echo"):
-            func = get("testing." + name)
-            func.release_gil = False
-            env[prefix + name] = func
+    env = testing_funcs(("nop", "echo"), gil_kept=("nop", "echo"))
     x = np.zeros((16, 16), dtype="float32")
     env["x"] = x
     env["y"] = torch.zeros(16, 16)
