@@ -161,7 +161,6 @@ static PyObject* py_from_dlpack(PyObject* self, PyObject* args, PyObject* kwargs
     PyErr_SetString(PyExc_ValueError, "require_alignment must be >= 0");
     return NULL;
   }
-  refresh_known_types();
   if (!PyCapsule_CheckExact(obj) && !tvmffi_is_object(obj) &&
       !tvmffi_is_tensor_type(Py_TYPE(obj))) {
     PyErr_Format(PyExc_TypeError,
@@ -246,7 +245,6 @@ static PyObject* view_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) 
   static char* kwlist[] = {"array", NULL};
   PyObject* obj;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:TensorView", kwlist, &obj)) return NULL;
-  refresh_known_types();
   PyTypeObject* tp = Py_TYPE(obj);
   if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) {
     return view_copying(view_dl(obj), obj, view_flags(obj));
@@ -353,7 +351,8 @@ int tvmffi_tensor_init_types(PyObject* module) {
   Py_DECREF(reg_args);
   if (r == NULL) return -1;
   Py_DECREF(r);
+  /* NumPy imported before us gets any.c's exact-ndarray fast path from the
+   * first call; a later import is found lazily (is_ndarray_type). */
   refresh_known_types();
-  PyErr_Clear();
   return PyModule_AddFunctions(module, tensor_module_methods);
 }

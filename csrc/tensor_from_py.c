@@ -105,8 +105,9 @@ static int is_torch_type(PyTypeObject* tp) {
   return g_torch_tensor_type != NULL && PyType_IsSubtype(tp, g_torch_tensor_type);
 }
 
+/* Asked anew each time, not cached per type: a class may gain or lose
+ * __dlpack__ after it was first seen, and from_dlpack / TensorView follow. */
 int tvmffi_is_tensor_type(PyTypeObject* tp) {
-  refresh_known_types();
   if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) return 1;
   return PyObject_HasAttr((PyObject*)tp, g_str_dlpack);
 }

@@ -108,6 +108,28 @@ def test_from_dlpack_rejects_non_producers() -> None:
         tvmffi.from_dlpack(tvmffi.Array([1]))
 
 
+def test_producer_check_follows_class_changes() -> None:
+    # Whether a type is a DLPack producer is asked anew on each from_dlpack /
+    # TensorView, so a class that gains or loses __dlpack__ is seen as it is now.
+    class Late:
+        def __init__(self) -> None:
+            self.arr = np.arange(3.0)
+
+    late = Late()
+    with pytest.raises(TypeError, match="DLPack producer"):
+        tvmffi.from_dlpack(late)
+    with pytest.raises(TypeError, match="DLPack producer"):
+        tvmffi.TensorView(late)
+    Late.__dlpack__ = lambda self, **kw: self.arr.__dlpack__(**kw)  # type: ignore[attr-defined]
+    assert tvmffi.from_dlpack(late).data_ptr == late.arr.ctypes.data
+    assert tvmffi.TensorView(late).data_ptr == late.arr.ctypes.data
+    del Late.__dlpack__  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="DLPack producer"):
+        tvmffi.from_dlpack(late)
+    with pytest.raises(TypeError, match="DLPack producer"):
+        tvmffi.TensorView(late)
+
+
 def test_require_contiguous_and_alignment() -> None:
     a = np.zeros((4, 4), dtype="float32")
     tvmffi.from_dlpack(a, require_contiguous=True)
