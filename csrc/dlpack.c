@@ -17,7 +17,7 @@
  */
 #include "tensor_internal.h"
 
-static PyObject* g_str_dlpack;
+PyObject* g_str_dlpack;
 static PyObject* g_str_dlpack_device;
 static PyObject* g_max_version_kwargs; /* {"max_version": (1, 0)} */
 static PyObject* g_empty_tuple;

@@ -337,7 +337,7 @@ static PyMethodDef tensor_module_methods[] = {
 };
 
 int tvmffi_tensor_init_types(PyObject* module) {
-  if (ndarray_init() != 0 || dlpack_init() != 0 || tensor_from_py_init() != 0) return -1;
+  if (ndarray_init() != 0 || dlpack_init() != 0) return -1;
   if (PyType_Ready(&TVMFFITensorType) < 0 || PyType_Ready(&TVMFFITensorViewType) < 0) return -1;
   if (dlpack_export_init() != 0) return -1;
   Py_INCREF(&TVMFFITensorType);

@@ -11,7 +11,6 @@
 
 PyTypeObject* tvmffi_numpy_ndarray_type;
 static PyTypeObject* g_torch_tensor_type;
-static PyObject* g_str_dlpack;
 
 /* ---- errors naming the argument ----------------------------------------------- */
 static PyObject* fetch_exception(void) {
@@ -286,9 +285,4 @@ int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
   TVMFFIObjectHandle h;
   if (tensor_handle_from_py(obj, argpos, 0, 0, temps, &h) != 0) return -1;
   return push_tensor(h, out, temps);
-}
-
-int tensor_from_py_init(void) {
-  g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
-  return g_str_dlpack == NULL ? -1 : 0;
 }

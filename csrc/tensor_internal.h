@@ -99,7 +99,6 @@ typedef struct {
   int is_torch;
 } TypeEntry;
 
-int tensor_from_py_init(void);
 const TypeEntry* type_entry(PyTypeObject* tp);
 void refresh_known_types(void);
 int is_ndarray_type(PyTypeObject* tp);
@@ -115,6 +114,8 @@ static inline int is_tensor_object(PyObject* obj) {
 }
 
 /* ---- dlpack.c: producers -> tensors ---------------------------------------- */
+/* "__dlpack__", interned by dlpack_init (before any other tensor file's use). */
+extern PyObject* g_str_dlpack;
 int dlpack_init(void);
 const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp);
 OwnTensor* exchange_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos);
