@@ -139,15 +139,6 @@ static PyObject* tensor_repr(PyObject* self) {
   return dl_repr("tvmffi.Tensor", tensor_dl(self));
 }
 
-static PyObject* from_dlpack_impl(PyObject* obj, int align, int contiguous) {
-  if (is_tensor_object(obj) && align == 0 && !contiguous && Py_TYPE(obj) == &TVMFFITensorType) {
-    return Py_NewRef(obj);
-  }
-  TVMFFIObjectHandle h;
-  if (tensor_handle_from_py(obj, -1, align, contiguous, NULL, &h) != 0) return NULL;
-  return tvmffi_object_wrap_owned(h);
-}
-
 static PyObject* py_from_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
   (void)self;
   static char* kwlist[] = {"obj", "require_alignment", "require_contiguous", NULL};
@@ -161,20 +152,24 @@ static PyObject* py_from_dlpack(PyObject* self, PyObject* args, PyObject* kwargs
     PyErr_SetString(PyExc_ValueError, "require_alignment must be >= 0");
     return NULL;
   }
-  if (!PyCapsule_CheckExact(obj) && !tvmffi_is_object(obj) &&
-      !tvmffi_is_tensor_type(Py_TYPE(obj))) {
+  if (tvmffi_is_object(obj)) {
+    if (!object_holds_tensor(obj)) {
+      PyErr_Format(PyExc_TypeError, "from_dlpack expects a tensor, got '%.200s'",
+                   Py_TYPE(obj)->tp_name);
+      return NULL;
+    }
+    /* A Tensor imports as itself when there is nothing to check. */
+    if (Py_TYPE(obj) == &TVMFFITensorType && align == 0 && !contiguous) return Py_NewRef(obj);
+  } else if (!PyCapsule_CheckExact(obj) && !tvmffi_is_tensor_type(Py_TYPE(obj))) {
     PyErr_Format(PyExc_TypeError,
                  "from_dlpack expects a DLPack producer (an object with __dlpack__) or a DLPack "
                  "capsule, got '%.200s'",
                  Py_TYPE(obj)->tp_name);
     return NULL;
   }
-  if (tvmffi_is_object(obj) && !is_tensor_object(obj)) {
-    PyErr_Format(PyExc_TypeError, "from_dlpack expects a tensor, got '%.200s'",
-                 Py_TYPE(obj)->tp_name);
-    return NULL;
-  }
-  return from_dlpack_impl(obj, align, contiguous);
+  TVMFFIObjectHandle h;
+  if (tensor_handle_from_py(obj, -1, align, contiguous, NULL, &h) != 0) return NULL;
+  return tvmffi_object_wrap_owned(h);
 }
 
 static PyObject* tensor_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {

@@ -228,11 +228,7 @@ int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int conti
       return own_finish(numpy_tensor(obj, argpos), align, contiguous, out);
     case TK_VIEW:
       return own_finish(own_from_dl(view_dl(obj), obj, view_flags(obj)), align, contiguous, out);
-    case TK_OBJECT: {
-      if (!is_tensor_object(obj)) {
-        return arg_error(PyExc_TypeError, argpos, "expected a tensor, got '%.200s'",
-                         Py_TYPE(obj)->tp_name);
-      }
+    case TK_OBJECT: { /* a Tensor object: see the declaration */
       TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
       if (check_requirements((const DLTensor*)tvmffi_cell(h), align, contiguous) != 0) return -1;
       TVMFFIObjectIncRef(h);

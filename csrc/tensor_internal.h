@@ -105,12 +105,19 @@ int is_ndarray_type(PyTypeObject* tp);
 /* Raise, naming the argument (argpos >= 0) being converted; both return -1. */
 int wrap_error(Py_ssize_t argpos, PyObject* obj, const char* what);
 int arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...);
+/* `obj` may be a tvmffi.Object only if it holds a Tensor: from_dlpack rejects
+ * other Objects first, and calls convert Objects as objects (any.c). */
 int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int contiguous,
                           TempList* temps, TVMFFIObjectHandle* out);
 
+/* Whether a tvmffi.Object holds a Tensor handle. */
+static inline int object_holds_tensor(PyObject* obj) {
+  TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
+  return h != NULL && tvmffi_type_index_of(h) == kTVMFFITensor;
+}
+
 static inline int is_tensor_object(PyObject* obj) {
-  return tvmffi_is_object(obj) && ((TVMFFIPyObject*)obj)->handle != NULL &&
-         tvmffi_type_index_of(((TVMFFIPyObject*)obj)->handle) == kTVMFFITensor;
+  return tvmffi_is_object(obj) && object_holds_tensor(obj);
 }
 
 /* ---- dlpack.c: producers -> tensors ---------------------------------------- */

@@ -142,6 +142,18 @@ def test_require_contiguous_and_alignment() -> None:
         tvmffi.from_dlpack(raw[off:], require_alignment=2)
 
 
+def test_requirements_on_a_tensor() -> None:
+    # A Tensor imports as itself; with a requirement it is checked and the
+    # result wraps the same handle.
+    t = tvmffi.from_dlpack(np.zeros((4, 4), dtype="float32"))
+    assert tvmffi.from_dlpack(t) is t
+    u = tvmffi.from_dlpack(t, require_contiguous=True, require_alignment=4)
+    assert u is not t and u.same_as(t)
+    strided = tvmffi.from_dlpack(np.zeros((4, 4), dtype="float32")[:, ::2])
+    with pytest.raises(RuntimeError, match="contiguous"):
+        tvmffi.from_dlpack(strided, require_contiguous=True)
+
+
 # ---- dtypes --------------------------------------------------------------------------
 NUMPY_DTYPES = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
