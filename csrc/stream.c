@@ -29,7 +29,8 @@ static ExplicitEntry* find_explicit(int32_t device_type, int32_t device_id) {
   return NULL;
 }
 
-int tvmffi_stream_is_explicit(int32_t device_type, int32_t device_id) {
+/* Nonzero while a use_stream() context for this device is active on this thread. */
+static int explicit_active(int32_t device_type, int32_t device_id) {
   if (g_num_explicit == 0) return 0;
   ExplicitEntry* e = find_explicit(device_type, device_id);
   return e != NULL && e->depth > 0;
@@ -62,7 +63,7 @@ static void restore_stream(void* handle) {
 }
 
 int tvmffi_stream_adopt(int32_t device_type, int32_t device_id, void* stream, TempList* temps) {
-  if (tvmffi_stream_is_explicit(device_type, device_id)) return 0;
+  if (explicit_active(device_type, device_id)) return 0;
   if (TVMFFIEnvGetStream(device_type, device_id) == stream) return 0;
   StreamRestore* r = PyMem_RawMalloc(sizeof(StreamRestore));
   if (r == NULL) return PyErr_NoMemory(), -1;
