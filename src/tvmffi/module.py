@@ -20,11 +20,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import struct
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
-from . import _core
+from . import _core, _elf
 from ._core import Function, Object
 from .object import register_object
 
@@ -269,35 +268,12 @@ def _elf_dynamic_symbols(path: str) -> list[str] | None:
     """Names of defined symbols in an ELF file's ``.dynsym``; ``None`` if not ELF."""
     with open(path, "rb") as f:
         data = f.read()
-    if len(data) < 64 or data[:4] != b"\x7fELF":
-        return None
-    is64 = data[4] == 2
-    end = "<" if data[5] == 1 else ">"
     try:
-        if is64:
-            shoff, = struct.unpack_from(end + "Q", data, 0x28)
-            shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
-            sh_fmt, sym_fmt, sym_size = end + "IIQQQQIIQQ", end + "IBBHQQ", 24
-        else:
-            shoff, = struct.unpack_from(end + "I", data, 0x20)
-            shentsize, shnum = struct.unpack_from(end + "HH", data, 0x2E)
-            sh_fmt, sym_fmt, sym_size = end + "IIIIIIIIII", end + "IIIBBH", 16
-        sections = [struct.unpack_from(sh_fmt, data, shoff + i * shentsize) for i in range(shnum)]
-        names: list[str] = []
-        for sec in sections:
-            if sec[1] != 11:  # SHT_DYNSYM
-                continue
-            offset, size, link = sec[4], sec[5], sec[6]
-            str_off = sections[link][4]
-            for i in range(1, size // sym_size):
-                sym = struct.unpack_from(sym_fmt, data, offset + i * sym_size)
-                st_name, st_shndx = (sym[0], sym[3]) if is64 else (sym[0], sym[5])
-                if st_shndx == 0:  # undefined: imported, not exported
-                    continue
-                stop = data.index(b"\0", str_off + st_name)
-                names.append(data[str_off + st_name : stop].decode("utf-8", "replace"))
-        return names
-    except (struct.error, IndexError, ValueError):
+        elf = _elf.parse(data)
+        if elf is None:
+            return None
+        return [s.name.decode("utf-8", "replace") for s in elf.defined_symbols(_elf.SHT_DYNSYM)]
+    except _elf.ElfError:
         return None
 
 

@@ -38,6 +38,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .. import _elf
 from .._embedded_loader import DSO_KIND
 
 __all__ = [
@@ -346,76 +347,34 @@ def read_library_bin(path: str | os.PathLike[str]) -> LibraryBin | None:
         raise ValueError(f"{os.fspath(path)}: {err}") from None
 
 
-_SHT_NOBITS = 8
-_SHT_SYMTAB = 2
-_SHT_DYNSYM = 11
 _SHN_LORESERVE = 0xFF00
 
 
 def _elf_find_symbol(data: bytes, name: str, file_name: str) -> tuple[int, int] | None:
     """(file offset, st_size) of defined symbol ``name``; None when absent."""
-    if len(data) < 52 or data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] not in (1, 2):
+    elf = _elf.parse(data)
+    if elf is None:
         raise ValueError(f"{file_name} is not an ELF file")
-    is64 = data[4] == 2
-    end = "<" if data[5] == 1 else ">"
+    wanted = name.encode()
     try:
-        if is64:
-            (shoff,) = struct.unpack_from(end + "Q", data, 0x28)
-            shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
-            # name type flags addr offset size link info align entsize
-            sh_fmt, sym_fmt = end + "IIQQQQIIQQ", end + "IBBHQQ"
-        else:
-            (shoff,) = struct.unpack_from(end + "I", data, 0x20)
-            shentsize, shnum = struct.unpack_from(end + "HH", data, 0x2E)
-            sh_fmt, sym_fmt = end + "IIIIIIIIII", end + "IIIBBH"
-        sections = [struct.unpack_from(sh_fmt, data, shoff + i * shentsize) for i in range(shnum)]
-        wanted = name.encode()
-        for table in (_SHT_DYNSYM, _SHT_SYMTAB):
-            for sec in sections:
-                if sec[1] != table:
-                    continue
-                found = _scan_symbols(data, sections, sec, sym_fmt, is64, wanted)
-                if found is not None:
-                    return _symbol_file_offset(sections, found, file_name)
-    except (struct.error, IndexError) as err:
+        for table in (_elf.SHT_DYNSYM, _elf.SHT_SYMTAB):
+            for sym in elf.defined_symbols(table):
+                if sym.name == wanted:
+                    return _symbol_file_offset(elf.sections, sym, file_name)
+    except _elf.ElfError as err:
         raise ValueError(f"{file_name}: malformed ELF headers ({err})") from None
     return None
 
 
-def _scan_symbols(
-    data: bytes,
-    sections: list[tuple[int, ...]],
-    sec: tuple[int, ...],
-    sym_fmt: str,
-    is64: bool,
-    wanted: bytes,
-) -> tuple[int, int, int] | None:
-    """(st_shndx, st_value, st_size) of the defined symbol named ``wanted`` in one table."""
-    offset, size, link, entsize = sec[4], sec[5], sec[6], sec[9]
-    entsize = entsize or struct.calcsize(sym_fmt)
-    str_off = sections[link][4]
-    for i in range(1, size // entsize):
-        sym = struct.unpack_from(sym_fmt, data, offset + i * entsize)
-        if is64:
-            st_name, st_shndx, st_value, st_size = sym[0], sym[3], sym[4], sym[5]
-        else:
-            st_name, st_value, st_size, st_shndx = sym[0], sym[1], sym[2], sym[5]
-        if st_shndx == 0:
-            continue  # undefined: the symbol is imported from elsewhere
-        start = str_off + st_name
-        if data[start : start + len(wanted) + 1] == wanted + b"\0":
-            return st_shndx, st_value, st_size
-    return None
-
-
 def _symbol_file_offset(
-    sections: list[tuple[int, ...]], found: tuple[int, int, int], file_name: str
+    sections: list[_elf.Section], sym: _elf.Symbol, file_name: str
 ) -> tuple[int, int]:
-    shndx, value, size = found
-    if shndx >= _SHN_LORESERVE or shndx >= len(sections):
-        raise ValueError(f"{file_name}: {SYMBOL} is not in a regular section (index {shndx:#x})")
-    sec = sections[shndx]
-    if sec[1] == _SHT_NOBITS:
+    if sym.shndx >= _SHN_LORESERVE or sym.shndx >= len(sections):
+        raise ValueError(
+            f"{file_name}: {SYMBOL} is not in a regular section (index {sym.shndx:#x})"
+        )
+    sec = sections[sym.shndx]
+    if sec.type == _elf.SHT_NOBITS:
         raise ValueError(f"{file_name}: {SYMBOL} is in a zero-filled (NOBITS) section")
     # Shared libraries: value is a virtual address; objects: an offset (sh_addr is 0).
-    return sec[4] + (value - sec[3]), size
+    return sec.offset + (sym.value - sec.addr), sym.size
