@@ -122,8 +122,6 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle);
 /* Call an FFI function handle with Python arguments; returns a new reference. */
 PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
                              int release_gil);
-/* Same, for a Function object (an exact TVMFFIFunctionType instance). */
-PyObject* tvmffi_call_function(PyObject* func, PyObject* const* args, Py_ssize_t nargs);
 /* Look up a global function; *out is NULL when missing. */
 int tvmffi_get_global(const char* name, TVMFFIObjectHandle* out);
 /* Call a cached runtime global function (e.g. "ffi.Array") with AnyView args. */

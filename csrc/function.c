@@ -77,11 +77,6 @@ PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_
   return call_safe(func, safe_call, args, nargs, release_gil);
 }
 
-PyObject* tvmffi_call_function(PyObject* func, PyObject* const* args, Py_ssize_t nargs) {
-  TVMFFIPyFunction* f = (TVMFFIPyFunction*)func;
-  return call_safe(f->base.handle, f->safe_call, args, nargs, f->release_gil);
-}
-
 static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
                                      PyObject* kwnames) {
   TVMFFIPyFunction* self = (TVMFFIPyFunction*)callable;

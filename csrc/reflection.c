@@ -258,6 +258,7 @@ static PyObject* py_field_property(PyObject* m, PyObject* args) {
 typedef struct {
   PyObject_HEAD
   PyObject* func;
+  vectorcallfunc func_vectorcall; /* func's own vectorcall; NULL when it has none */
   vectorcallfunc vectorcall;
 } MethodDescriptor;
 
@@ -265,12 +266,13 @@ typedef struct {
  * as m(obj, a) without creating a bound method. */
 static PyObject* mdesc_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf,
                                   PyObject* kwnames) {
-  PyObject* func = ((MethodDescriptor*)op)->func;
-  if (Py_TYPE(func) == &TVMFFIFunctionType && kwnames == NULL) {
-    /* Reflected methods are FFI functions: skip one vectorcall dispatch. */
-    return tvmffi_call_function(func, args, PyVectorcall_NARGS(nargsf));
+  MethodDescriptor* self = (MethodDescriptor*)op;
+  /* Reflected methods are FFI functions, whose vectorcall is fixed at
+   * creation: calling it directly skips one dispatch through PyObject_Vectorcall. */
+  if (self->func_vectorcall != NULL) {
+    return self->func_vectorcall(self->func, args, nargsf, kwnames);
   }
-  return PyObject_Vectorcall(func, args, nargsf, kwnames);
+  return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
 }
 
 static PyObject* mdesc_get(PyObject* op, PyObject* obj, PyObject* type) {
@@ -302,6 +304,7 @@ static PyObject* mdesc_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
   if (self == NULL) return NULL;
   Py_INCREF(func);
   self->func = func;
+  self->func_vectorcall = PyVectorcall_Function(func);
   self->vectorcall = mdesc_vectorcall;
   return (PyObject*)self;
 }
