@@ -329,6 +329,35 @@ def test_exported_function_names(plain_path: str, cpp_path: str, nosym_path: str
     assert _elf_dynamic_symbols(__file__) is None
 
 
+def test_elf_offsets_past_any_file(plain_path: str, tmp_path: Any) -> None:
+    # A section table or symbol table offset of 2**63 or more (corrupt headers)
+    # is reported like any other offset outside the file, not as OverflowError.
+    import struct
+
+    from tvmffi import _elf
+    from tvmffi.codegen.library_bin import find_library_bin
+    from tvmffi.module import _elf_dynamic_symbols
+
+    with open(plain_path, "rb") as f:
+        data = f.read()
+    elf = _elf.parse(data)
+    assert elf is not None and elf.type == _elf.ET_DYN
+    dynsym = next(i for i, s in enumerate(elf.sections) if s.type == _elf.SHT_DYNSYM)
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    bad_table = bytearray(data)
+    struct.pack_into("<Q", bad_table, shoff + dynsym * 64 + 24, 2**63 + 8)  # its sh_offset
+    bad_shoff = bytearray(data)
+    struct.pack_into("<Q", bad_shoff, 0x28, 2**64 - 8)
+    for i, bad in enumerate((bad_table, bad_shoff)):
+        path = tmp_path / f"huge{i}.so"
+        path.write_bytes(bytes(bad))
+        assert _elf_dynamic_symbols(str(path)) is None
+        with pytest.raises(ValueError, match=r"huge\d\.so: malformed ELF headers"):
+            find_library_bin(path)
+        # The dynamic loader never reads section headers: the library still loads.
+        assert tvmffi.load_module(str(path)).add_int(2, 3) == 5
+
+
 def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")

@@ -87,7 +87,7 @@ class ElfFile:
             at, step, unpack = self._shoff, self._shentsize, self._section.unpack_from
             try:
                 raw = [unpack(self.data, at + i * step) for i in range(self._shnum)]
-            except struct.error as err:
+            except (struct.error, OverflowError) as err:  # outside the data, or past 2**63
                 raise ElfError(str(err)) from None
             self._sections = [Section(s[1], s[3], s[4], s[5], s[6], s[9]) for s in raw]
         return self._sections
@@ -120,7 +120,7 @@ class ElfFile:
                 if stop < 0:
                     raise ElfError(f"symbol name at offset {start} is not NUL-terminated")
                 yield Symbol(data[start:stop], shndx, value, size)
-        except (struct.error, IndexError) as err:
+        except (struct.error, IndexError, OverflowError) as err:
             raise ElfError(str(err)) from None
 
 
