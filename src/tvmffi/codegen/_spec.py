@@ -85,6 +85,11 @@ def check_identifier(name: object, what: str) -> str:
     return name
 
 
+def _is_positive_int(value: object) -> bool:
+    """True for an int >= 1 (bool, an int subclass, is not accepted)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 def _check_dtype(dtype: object, allowed: Iterable[str], what: str) -> str:
     allowed = tuple(allowed)
     if not isinstance(dtype, str) or dtype not in allowed:
@@ -108,9 +113,7 @@ class Var:
     def __init__(self, name: str, dtype: str = "int64", *, divisibility: int | None = None):
         check_identifier(name, "Var name")
         _check_dtype(dtype, _VAR_DTYPES, f"Var {name!r} dtype (an integer dtype)")
-        if divisibility is not None and (
-            isinstance(divisibility, bool) or not isinstance(divisibility, int) or divisibility < 1
-        ):
+        if divisibility is not None and not _is_positive_int(divisibility):
             raise ValueError(
                 f"Var {name!r} divisibility must be a positive int, got {divisibility!r}"
             )
@@ -184,10 +187,7 @@ class Tensor:
                     f"Tensor {name!r} has {len(dims)} dims but {len(strides)} strides"
                 )
         if data_alignment is not None and (
-            isinstance(data_alignment, bool)
-            or not isinstance(data_alignment, int)
-            or data_alignment < 1
-            or data_alignment & (data_alignment - 1)
+            not _is_positive_int(data_alignment) or data_alignment & (data_alignment - 1)
         ):
             raise ValueError(
                 f"Tensor {name!r} data_alignment must be a positive power of two, "
@@ -257,7 +257,7 @@ class Signature:
         check_identifier(name, "Signature name")
         if isinstance(params, (str, bytes)) or not isinstance(params, Sequence):
             raise ValueError(f"Signature {name!r} params must be a sequence of specs")
-        seen: dict[str, str] = {}
+        seen: set[str] = set()
         for p in params:
             if not isinstance(p, (Tensor, Scalar, EnvStream)):
                 raise ValueError(
@@ -265,9 +265,12 @@ class Signature:
                 )
             if p.name in seen:
                 raise ValueError(f"Signature {name!r} has duplicate name {p.name!r}")
-            seen[p.name] = "parameter"
+            seen.add(p.name)
         self.name = name
         self.params = tuple(params)
+        # The signature does not change after construction: filter its params once.
+        self._tensors = tuple(p for p in self.params if isinstance(p, Tensor))
+        self._ffi_params = tuple(p for p in self.params if isinstance(p, (Tensor, Scalar)))
         vars_ = self._collect_vars()
         for v in vars_:
             if v.name in seen:
@@ -302,12 +305,12 @@ class Signature:
     @property
     def tensors(self) -> tuple[Tensor, ...]:
         """The Tensor parameters, in order."""
-        return tuple(p for p in self.params if isinstance(p, Tensor))
+        return self._tensors
 
     @property
     def ffi_params(self) -> tuple[Tensor | Scalar, ...]:
         """The parameters that are FFI arguments (all but EnvStream), in order."""
-        return tuple(p for p in self.params if isinstance(p, (Tensor, Scalar)))
+        return self._ffi_params
 
     def __str__(self) -> str:
         return f"{self.name}({', '.join(str(p) for p in self.ffi_params)})"
