@@ -42,10 +42,7 @@ static inline int gil_held(void) {
  * After interpreter exit, Python-side state is leaked on purpose. */
 void own_deleter(void* self, int flags) {
   OwnTensor* t = (OwnTensor*)self;
-  if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) {
-    if (t->mv != NULL && t->mv->deleter != NULL) t->mv->deleter(t->mv);
-    if (t->ml != NULL && t->ml->deleter != NULL) t->ml->deleter(t->ml);
-  }
+  if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) release_managed(t->mv, t->ml);
   int weak = (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) != 0;
   if (!t->py_alloc) {
     if (weak) PyMem_RawFree(t);
@@ -106,14 +103,13 @@ OwnTensor* own_from_managed(DLManagedTensorVersioned* mv, DLManagedTensor* ml,
   if (mv != NULL && (mv->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED)) {
     arg_error(PyExc_ValueError, argpos,
               "DLPack tensors with padded sub-byte elements are not supported");
-    if (mv->deleter != NULL) mv->deleter(mv);
+    release_managed(mv, NULL);
     return NULL;
   }
   OwnTensor* t = own_from_dl(mv != NULL ? &mv->dl_tensor : &ml->dl_tensor, NULL,
                              mv != NULL ? mv->flags : 0);
   if (t == NULL) {
-    if (mv != NULL && mv->deleter != NULL) mv->deleter(mv);
-    if (ml != NULL && ml->deleter != NULL) ml->deleter(ml);
+    release_managed(mv, ml);
     return NULL;
   }
   t->mv = mv;

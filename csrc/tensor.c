@@ -302,8 +302,7 @@ static PyObject* view_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) 
 
 static void view_dealloc(PyObject* op) {
   TVMFFIPyTensorView* v = (TVMFFIPyTensorView*)op;
-  if (v->managed_v != NULL && v->managed_v->deleter != NULL) v->managed_v->deleter(v->managed_v);
-  if (v->managed != NULL && v->managed->deleter != NULL) v->managed->deleter(v->managed);
+  release_managed(v->managed_v, v->managed);
   Py_XDECREF(v->owner);
   PyObject_Free(op);
 }

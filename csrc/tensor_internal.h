@@ -50,6 +50,12 @@ typedef struct {
 _Static_assert(offsetof(OwnTensor, dl) == sizeof(TVMFFIObject),
                "the DLTensor must follow the object header, as in the runtime's TensorObj");
 
+/* Give a consumed producer tensor back to its producer (either may be NULL). */
+static inline void release_managed(DLManagedTensorVersioned* mv, DLManagedTensor* ml) {
+  if (mv != NULL && mv->deleter != NULL) mv->deleter(mv);
+  if (ml != NULL && ml->deleter != NULL) ml->deleter(ml);
+}
+
 /* The header's deleter; also frees a Tensor object that was never handed out
  * (flags kTVMFFIObjectDeleterFlagBitMaskBoth). */
 void own_deleter(void* self, int flags);

@@ -526,6 +526,25 @@ def test_tensor_view_keeps_managed_tensor_alive() -> None:
     assert vv.data_ptr == x.data_ptr() and vv.shape == (4,)
 
 
+def test_tensor_view_of_capsules_releases_them() -> None:
+    # A view consumes a legacy or versioned capsule and gives its managed
+    # tensor back when the view dies.
+    for max_version in (None, (1, 0)):
+        src = np.arange(6.0)
+        ref = weakref.ref(src)
+        cap = src.__dlpack__() if max_version is None else src.__dlpack__(max_version=max_version)
+        v = tvmffi.TensorView(cap)
+        with pytest.raises(ValueError, match="used_dltensor"):
+            tvmffi.TensorView(cap)
+        del cap, src
+        gc.collect()
+        assert ref() is not None
+        assert v.shape == (6,) and np.from_dlpack(v)[5] == 5.0
+        del v
+        gc.collect()
+        assert ref() is None
+
+
 def test_kept_tensor_view_becomes_tensor() -> None:
     # A callback result is kept by the caller: a raw DLTensor* would dangle,
     # so a returned view travels as a Tensor that keeps the view alive.
