@@ -5,18 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .module import _exported_function_names, load_module
+from .module import _exported_function_names, _load_module, _read_module_file
 
 
 def _inspect(path: str) -> int:
     try:
-        mod = load_module(path)
+        file_name, data = _read_module_file(path)  # read once; each step below uses it
+        mod = _load_module(file_name, data)
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"module: {path}")
     print(f"kind: {mod.kind}")
-    names = _exported_function_names(path)
+    names = _exported_function_names(file_name, data)
     if names is None:
         print("functions: (symbol table not readable)")
         names = []
@@ -33,17 +34,17 @@ def _inspect(path: str) -> int:
     print(f"imports ({len(imports)}):")
     for sub in imports:
         print(f"  {sub.kind}")
-    _print_library_bin(path)
+    _print_library_bin(file_name, data)
     return 0
 
 
-def _print_library_bin(path: str) -> None:
+def _print_library_bin(file_name: str, data: bytes) -> None:
     """The module tree embedded in the file's ``__tvm_ffi__library_bin``, if any."""
-    from .codegen.library_bin import read_library_bin
+    from .codegen.library_bin import _read_library_bin
 
     try:
-        tree = read_library_bin(path)
-    except (OSError, ValueError) as err:
+        tree = _read_library_bin(file_name, data)
+    except ValueError as err:
         print(f"embedded modules: unreadable ({err})")
         return
     if tree is not None:

@@ -36,7 +36,7 @@ import os
 import tempfile
 
 from .function import get_global_func, register_global_func
-from .module import Module, load_module
+from .module import Module, _load_module
 
 DSO_KIND = "tvmffi_dso"
 """Kind of a module entry whose payload is a whole shared-library file."""
@@ -75,7 +75,7 @@ def load_dso_from_bytes(payload: bytes) -> Module:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         try:
-            return load_module(path)
+            return _load_module(path, data)  # the file holds `data`: no need to read it
         except ValueError as err:
             raise ValueError(
                 f"cannot load the embedded {DSO_KIND} module ({len(data)} bytes) from the "

@@ -264,10 +264,18 @@ _INTERNAL_PREFIXES = (
 )
 
 
-def _elf_dynamic_symbols(path: str) -> list[str] | None:
-    """Names of defined symbols in an ELF file's ``.dynsym``; ``None`` if not ELF."""
-    with open(path, "rb") as f:
-        data = f.read()
+def _read_file(file_name: str) -> bytes:
+    with open(file_name, "rb") as f:
+        return f.read()
+
+
+def _elf_dynamic_symbols(path: str, data: bytes | None = None) -> list[str] | None:
+    """Names of defined symbols in an ELF file's ``.dynsym``; ``None`` if not ELF.
+
+    ``data``: the file's contents, when the caller has read them already.
+    """
+    if data is None:
+        data = _read_file(path)
     try:
         elf = _elf.parse(data)
         if elf is None:
@@ -277,9 +285,9 @@ def _elf_dynamic_symbols(path: str) -> list[str] | None:
         return None
 
 
-def _exported_function_names(path: str) -> list[str] | None:
+def _exported_function_names(path: str, data: bytes | None = None) -> list[str] | None:
     """Names ``<name>`` of the ``__tvm_ffi_<name>`` functions a library exports."""
-    symbols = _elf_dynamic_symbols(path)
+    symbols = _elf_dynamic_symbols(path, data)
     if symbols is None:
         return None
     out = []
@@ -295,6 +303,11 @@ def load_module(path: str | PathLike[str]) -> Module:
     Raises ``FileNotFoundError`` for a missing file, ``ValueError`` for a file that
     is not a loadable library or a library without any ``__tvm_ffi_`` symbol.
     """
+    return _load_module(*_read_module_file(path))
+
+
+def _read_module_file(path: str | PathLike[str]) -> tuple[str, bytes]:
+    """``load_module``'s checks of ``path``, then (file name, contents)."""
     file_name = os.fspath(path)
     if not isinstance(file_name, str):
         raise TypeError("load_module expects a str path")
@@ -302,7 +315,12 @@ def load_module(path: str | PathLike[str]) -> Module:
         raise FileNotFoundError(f"module file not found: {file_name}")
     if os.path.isdir(file_name):
         raise IsADirectoryError(f"module path is a directory: {file_name}")
-    symbols = _elf_dynamic_symbols(file_name)
+    return file_name, _read_file(file_name)
+
+
+def _load_module(file_name: str, data: bytes) -> Module:
+    """``load_module`` for a file whose contents ``data`` the caller has read already."""
+    symbols = _elf_dynamic_symbols(file_name, data)
     if symbols is not None and not any(s.startswith(_SYMBOL_PREFIX) for s in symbols):
         raise ValueError(
             f"{file_name} exports no __tvm_ffi_ symbols; it is not a TVM FFI module library"

@@ -113,7 +113,7 @@ def _read_module_library(file_name: str) -> bytes:
     (e_type,) = struct.unpack_from("<H" if data[5] == 1 else ">H", data, 0x10)
     if e_type != _ET_DYN:
         raise ValueError(f"{file_name} is not a shared library (ELF type {e_type}, expected 3)")
-    symbols = _elf_dynamic_symbols(file_name) or []
+    symbols = _elf_dynamic_symbols(file_name, data) or []
     if not any(s.startswith(_FUNCTION_PREFIX) for s in symbols):
         raise ValueError(
             f"{file_name} exports no {_FUNCTION_PREFIX} symbols; it is not a TVM FFI module library"

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from .. import _elf
 from .._embedded_loader import DSO_KIND
+from ..module import _read_file
 
 __all__ = [
     "DSO_KIND",
@@ -318,8 +319,17 @@ def find_library_bin(path: str | os.PathLike[str]) -> bytes | None:
     parsed: they raise ``ValueError`` like any non-ELF file.
     """
     file_name = os.fspath(path)
-    with open(file_name, "rb") as f:
-        data = f.read()
+    return _find_library_bin(file_name, _read_file(file_name))
+
+
+def read_library_bin(path: str | os.PathLike[str]) -> LibraryBin | None:
+    """Parse the ``__tvm_ffi__library_bin`` of a library file; None when it has none."""
+    file_name = os.fspath(path)
+    return _read_library_bin(file_name, _read_file(file_name))
+
+
+def _find_library_bin(file_name: str, data: bytes) -> bytes | None:
+    """:func:`find_library_bin` of ``file_name``, whose contents the caller has read."""
     sym = _elf_find_symbol(data, SYMBOL, file_name)
     if sym is None:
         return None
@@ -336,15 +346,15 @@ def find_library_bin(path: str | os.PathLike[str]) -> bytes | None:
     return data[offset:end]
 
 
-def read_library_bin(path: str | os.PathLike[str]) -> LibraryBin | None:
-    """Parse the ``__tvm_ffi__library_bin`` of a library file; None when it has none."""
-    raw = find_library_bin(path)
+def _read_library_bin(file_name: str, data: bytes) -> LibraryBin | None:
+    """:func:`read_library_bin` of ``file_name``, whose contents the caller has read."""
+    raw = _find_library_bin(file_name, data)
     if raw is None:
         return None
     try:
         return LibraryBin.from_bytes(raw)
     except ValueError as err:
-        raise ValueError(f"{os.fspath(path)}: {err}") from None
+        raise ValueError(f"{file_name}: {err}") from None
 
 
 _SHN_LORESERVE = 0xFF00
