@@ -38,12 +38,19 @@ void temps_release(TempList* t) {
 /* ---- class table ------------------------------------------------------------ */
 static PyObject* g_registered; /* dict: type_index -> class (owns the refs) */
 
-/* Cache: type_index -> class (borrowed). `plain` marks classes whose
- * instances are bare TVMFFIPyObject blocks (see is_plain_class), which
- * results are wrapped in without any further checks. */
+/* How instances of a class are made around a handle. Decided once per class
+ * (creation_kind) and cached beside it, so wrapping a result needs no checks. */
+typedef enum {
+  CREATE_ALLOC = 0, /* tp_alloc, then set the handle */
+  CREATE_PLAIN,     /* bare TVMFFIPyObject blocks (see is_plain_class) */
+  CREATE_FUNCTION,  /* a Function, whose call slots are filled from the cell */
+} CreationKind;
+
+/* Cache: type_index -> class (borrowed) and its creation kind. A zeroed
+ * entry (cls NULL) is unresolved. */
 typedef struct {
   PyTypeObject* cls;
-  int plain;
+  CreationKind kind;
 } ResolvedClass;
 static ResolvedClass* g_resolved;
 static int32_t g_resolved_cap;
@@ -94,9 +101,9 @@ static void forget_resolved(void) {
   if (g_resolved) memset(g_resolved, 0, sizeof(ResolvedClass) * (size_t)g_resolved_cap);
 }
 
-static int is_plain_class(PyTypeObject* cls);
+static CreationKind creation_kind(PyTypeObject* cls);
 
-static int cache_class(int32_t type_index, PyTypeObject* cls) {
+static int cache_class(int32_t type_index, ResolvedClass resolved) {
   if (type_index >= g_resolved_cap) {
     int32_t cap = g_resolved_cap ? g_resolved_cap : 256;
     while (cap <= type_index) cap *= 2;
@@ -106,18 +113,22 @@ static int cache_class(int32_t type_index, PyTypeObject* cls) {
     g_resolved = table;
     g_resolved_cap = cap;
   }
-  g_resolved[type_index].cls = cls;
-  g_resolved[type_index].plain = is_plain_class(cls);
+  g_resolved[type_index] = resolved;
   return 0;
 }
 
-static PyTypeObject* class_for(int32_t type_index) {
+/* Class of a type index and its creation kind; cls is NULL on error. */
+static ResolvedClass class_for(int32_t type_index) {
   if (type_index >= 0 && type_index < g_resolved_cap && g_resolved[type_index].cls != NULL) {
-    return g_resolved[type_index].cls;
+    return g_resolved[type_index];
   }
-  PyTypeObject* cls = resolve_class(type_index);
-  if (cls != NULL && type_index >= 0) cache_class(type_index, cls);
-  return cls;
+  ResolvedClass resolved = {resolve_class(type_index), CREATE_ALLOC};
+  if (resolved.cls != NULL) {
+    resolved.kind = creation_kind(resolved.cls);
+    /* Not cached when the table cannot grow: the next result resolves again. */
+    if (type_index >= 0) cache_class(type_index, resolved);
+  }
+  return resolved;
 }
 
 PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args) {
@@ -180,7 +191,8 @@ static int is_function_class(PyTypeObject* cls) {
 
 /* A class whose instances are exactly a TVMFFIPyObject from the default
  * allocator: no GC header, no managed dict or weakref pre-header, no extra
- * slots. Its instances can be made by filling a raw block. */
+ * slots. Its instances can be made by filling a raw block. Function (whose
+ * instances are larger) is told apart first, by creation_kind. */
 static int is_plain_class(PyTypeObject* cls) {
   unsigned long special = Py_TPFLAGS_HAVE_GC;
 #ifdef Py_TPFLAGS_MANAGED_DICT
@@ -190,8 +202,12 @@ static int is_plain_class(PyTypeObject* cls) {
   special |= Py_TPFLAGS_MANAGED_WEAKREF;
 #endif
   return cls->tp_alloc == PyType_GenericAlloc && !(cls->tp_flags & special) &&
-         cls->tp_itemsize == 0 && cls->tp_basicsize == (Py_ssize_t)sizeof(TVMFFIPyObject) &&
-         !is_function_class(cls);
+         cls->tp_itemsize == 0 && cls->tp_basicsize == (Py_ssize_t)sizeof(TVMFFIPyObject);
+}
+
+static CreationKind creation_kind(PyTypeObject* cls) {
+  if (is_function_class(cls)) return CREATE_FUNCTION;
+  return is_plain_class(cls) ? CREATE_PLAIN : CREATE_ALLOC;
 }
 
 /* An instance of a plain class owning `handle`. */
@@ -221,9 +237,15 @@ static void free_instance(PyObject* op) {
   PyObject_Free(op);
 }
 
-PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle) {
-  if (is_plain_class(cls)) return new_plain(cls, handle);
-  if (is_function_class(cls)) return tvmffi_function_wrap_owned(handle);
+static PyObject* new_of_kind(PyTypeObject* cls, CreationKind kind, TVMFFIObjectHandle handle) {
+  switch (kind) {
+    case CREATE_PLAIN:
+      return new_plain(cls, handle);
+    case CREATE_FUNCTION:
+      return tvmffi_function_wrap_owned(handle);
+    case CREATE_ALLOC:
+      break;
+  }
   PyObject* obj = cls->tp_alloc(cls, 0);
   if (obj == NULL) {
     TVMFFIObjectDecRef(handle);
@@ -233,17 +255,24 @@ PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle) {
   return obj;
 }
 
+/* For callers holding a class rather than a type index. */
+PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle) {
+  return new_of_kind(cls, creation_kind(cls), handle);
+}
+
 PyObject* tvmffi_object_wrap_typed(TVMFFIObjectHandle handle, int32_t type_index) {
-  /* The call-rate path: a result of an already resolved, plain class. */
-  if ((uint32_t)type_index < (uint32_t)g_resolved_cap && g_resolved[type_index].plain) {
+  /* The call-rate path: a result of an already resolved, plain class (a
+   * zeroed, unresolved entry is never CREATE_PLAIN). */
+  if ((uint32_t)type_index < (uint32_t)g_resolved_cap &&
+      g_resolved[type_index].kind == CREATE_PLAIN) {
     return new_plain(g_resolved[type_index].cls, handle);
   }
-  PyTypeObject* cls = class_for(type_index);
-  if (cls == NULL) {
+  ResolvedClass resolved = class_for(type_index);
+  if (resolved.cls == NULL) {
     TVMFFIObjectDecRef(handle);
     return NULL;
   }
-  return tvmffi_object_new_of(cls, handle);
+  return new_of_kind(resolved.cls, resolved.kind, handle);
 }
 
 PyObject* tvmffi_object_wrap_owned(TVMFFIObjectHandle handle) {
