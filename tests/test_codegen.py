@@ -540,6 +540,13 @@ def test_device_id_mismatch(mod: tvmffi.Module) -> None:
                 "mixed"):
         # (host memory labelled cuda:0; never dereferenced, the check fails first)
         mod.mixed(tvmffi.from_dlpack(_OnDevice(np.zeros(3, np.float32), 0, device_type=2)), x)
+    # The right device type, but not the first tensor's device id.
+    with raises(
+        ValueError,
+        "Parameter `y` expects device_id=0 (the device of `x`) but got device_id=1",
+        "mixed",
+    ):
+        mod.mixed(x, tvmffi.from_dlpack(_OnDevice(np.zeros(3, np.float32), 1, device_type=2)))
 
 
 def test_byte_offset_applied(mod: tvmffi.Module) -> None:

@@ -188,6 +188,16 @@ static TVMFFI_CG_COLD int tvmffi_cg_fail_device(const char* sig, const char* par
                          expected, tvmffi_cg_device_str(actual, buf, sizeof(buf)));
 }
 
+/* The device id differs from that of `first`, the first tensor (t0). */
+static TVMFFI_CG_COLD int tvmffi_cg_fail_device_id(const char* sig, const char* param,
+                                                   const char* first, const DLTensor* t0,
+                                                   const DLTensor* t) {
+  return tvmffi_cg_raise("ValueError", sig,
+                         "Parameter `%s` expects device_id=%d (the device of `%s`) "
+                         "but got device_id=%d",
+                         param, (int)t0->device.device_id, first, (int)t->device.device_id);
+}
+
 /* The device differed from the first tensor's (whose type was checked): name the
    wrong device type or id. */
 static TVMFFI_CG_COLD int tvmffi_cg_fail_same_device(const char* sig, const char* param,
@@ -196,10 +206,7 @@ static TVMFFI_CG_COLD int tvmffi_cg_fail_same_device(const char* sig, const char
   if (t->device.device_type != t0->device.device_type) {
     return tvmffi_cg_fail_device(sig, param, expected, t->device.device_type);
   }
-  return tvmffi_cg_raise("ValueError", sig,
-                         "Parameter `%s` expects device_id=%d (the device of `%s`) "
-                         "but got device_id=%d",
-                         param, (int)t0->device.device_id, first, (int)t->device.device_id);
+  return tvmffi_cg_fail_device_id(sig, param, first, t0, t);
 }
 
 /* True when the tensor has no elements (then its strides do not matter). Inline:
@@ -300,7 +307,9 @@ class _Emitter:
         self.sig = sig
         self.lines: list[str] = []
         self.bound: dict[str, str] = {}  # var name -> "`a`.shape[0]"
-        self.first_tensor: str | None = None
+        # The local holding the first Tensor argument, whose device the others share.
+        first = next((i for i, p in enumerate(sig.ffi_params) if isinstance(p, Tensor)), None)
+        self.first_tensor = None if first is None else f"t{first}"
 
     def raise_(self, kind: str, fmt: str, *args: str) -> str:
         extra = "".join(", " + a for a in args)
@@ -330,39 +339,7 @@ class _Emitter:
             f"tvmffi_cg_ndim_dtype_word({nd}, {info.code}, {info.bits})",
             f'return tvmffi_cg_fail_ndim_dtype(sig, "{name}", {nd}, "{t.dtype}", {v});',
         )
-        first = self.sig.tensors[0]
-        if self.first_tensor is None:
-            self.first_tensor = v
-        t0 = self.first_tensor
-        if t0 == v:
-            self.check(
-                f"{v}->device.device_type != {DEVICES[t.device]}",
-                f'return tvmffi_cg_fail_device(sig, "{name}", "{t.device}", '
-                f"{v}->device.device_type);",
-            )
-        elif t.device == first.device:
-            # Same expected type as the first tensor: one compare covers type and id.
-            self.check(
-                f"tvmffi_cg_word(&{v}->device) != tvmffi_cg_word(&{t0}->device)",
-                f'return tvmffi_cg_fail_same_device(sig, "{name}", "{t.device}", '
-                f'"{first.name}", {t0}, {v});',
-            )
-        else:
-            self.check(
-                f"{v}->device.device_type != {DEVICES[t.device]}",
-                f'return tvmffi_cg_fail_device(sig, "{name}", "{t.device}", '
-                f"{v}->device.device_type);",
-            )
-            self.check(
-                f"{v}->device.device_id != {t0}->device.device_id",
-                self.raise_(
-                    "ValueError",
-                    f"Parameter `{name}` expects device_id=%d (the device of `{first.name}`) "
-                    "but got device_id=%d",
-                    f"(int){t0}->device.device_id",
-                    f"(int){v}->device.device_id",
-                ),
-            )
+        self.device(v, t)
         for k, dim in enumerate(t.shape):
             self.dim(name, f"shape[{k}]", f"{v}->shape[{k}]", dim)
         self.strides(index, t)
@@ -380,6 +357,28 @@ class _Emitter:
             )
         ctype = info.ctype
         self.lines.append(f"  {ctype}* p{index} = ({ctype}*)((char*){v}->data + {v}->byte_offset);")
+
+    def device(self, v: str, t: Tensor) -> None:
+        """Check the device of tensor local ``v``: its type, and the first tensor's id."""
+        first, t0, name = self.sig.tensors[0], self.first_tensor, t.name
+        if v != t0 and t.device == first.device:
+            # Same expected type as the first tensor: one compare covers type and id.
+            self.check(
+                f"tvmffi_cg_word(&{v}->device) != tvmffi_cg_word(&{t0}->device)",
+                f'return tvmffi_cg_fail_same_device(sig, "{name}", "{t.device}", '
+                f'"{first.name}", {t0}, {v});',
+            )
+            return
+        self.check(
+            f"{v}->device.device_type != {DEVICES[t.device]}",
+            f'return tvmffi_cg_fail_device(sig, "{name}", "{t.device}", '
+            f"{v}->device.device_type);",
+        )
+        if v != t0:
+            self.check(
+                f"{v}->device.device_id != {t0}->device.device_id",
+                f'return tvmffi_cg_fail_device_id(sig, "{name}", "{first.name}", {t0}, {v});',
+            )
 
     def strides(self, index: int, t: Tensor) -> None:
         v, name, nd = f"t{index}", t.name, len(t.shape)
