@@ -40,7 +40,7 @@ def _inspect(path: str) -> int:
 
 def _print_library_bin(file_name: str, data: bytes) -> None:
     """The module tree embedded in the file's ``__tvm_ffi__library_bin``, if any."""
-    from .codegen.library_bin import _read_library_bin
+    from .codegen.library_bin import SYMBOL, _read_library_bin
 
     try:
         tree = _read_library_bin(file_name, data)
@@ -48,7 +48,7 @@ def _print_library_bin(file_name: str, data: bytes) -> None:
         print(f"embedded modules: unreadable ({err})")
         return
     if tree is not None:
-        print(f"embedded modules ({len(tree.entries)} in __tvm_ffi__library_bin):")
+        print(f"embedded modules ({len(tree.entries)} in {SYMBOL}):")
         for line in tree.describe().splitlines():
             print(f"  {line}")
 

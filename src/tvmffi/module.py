@@ -256,10 +256,13 @@ def _signature_from_schema(schema: Any) -> str | None:
 
 # ---- ELF dynamic symbol table ------------------------------------------------
 _SYMBOL_PREFIX = "__tvm_ffi_"
+"""Prefix of every symbol a TVM FFI module library exports for the runtime."""
+_LIBRARY_BIN_SYMBOL = "__tvm_ffi__library_bin"
+"""The embedded module tree (public as ``tvmffi.codegen.library_bin.SYMBOL``)."""
 _INTERNAL_PREFIXES = (
     "__tvm_ffi__doc_",
     "__tvm_ffi__metadata_",
-    "__tvm_ffi__library_bin",
+    _LIBRARY_BIN_SYMBOL,
     "__tvm_ffi__library_ctx",
 )
 
@@ -297,6 +300,17 @@ def _exported_function_names(path: str, data: bytes | None = None) -> list[str] 
     return sorted(set(out))
 
 
+def _require_ffi_symbols(file_name: str, symbols: list[str]) -> None:
+    """Raise ``ValueError`` unless ``symbols`` (of ``file_name``) include a ``__tvm_ffi_`` one.
+
+    Every TVM FFI module library exports at least one such symbol.
+    """
+    if not any(s.startswith(_SYMBOL_PREFIX) for s in symbols):
+        raise ValueError(
+            f"{file_name} exports no {_SYMBOL_PREFIX} symbols; it is not a TVM FFI module library"
+        )
+
+
 def load_module(path: str | PathLike[str]) -> Module:
     """Load a module from a file (a shared library ``.so``, or a registered format).
 
@@ -321,10 +335,8 @@ def _read_module_file(path: str | PathLike[str]) -> tuple[str, bytes]:
 def _load_module(file_name: str, data: bytes) -> Module:
     """``load_module`` for a file whose contents ``data`` the caller has read already."""
     symbols = _elf_dynamic_symbols(file_name, data)
-    if symbols is not None and not any(s.startswith(_SYMBOL_PREFIX) for s in symbols):
-        raise ValueError(
-            f"{file_name} exports no __tvm_ffi_ symbols; it is not a TVM FFI module library"
-        )
+    if symbols is not None:  # unreadable symbols: the runtime's loader decides
+        _require_ffi_symbols(file_name, symbols)
     try:
         mod: Module = _api("ModuleLoadFromFile")(file_name)
     except Exception as err:  # the runtime reports dlopen failures as InternalError

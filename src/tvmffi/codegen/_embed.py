@@ -29,13 +29,12 @@ import os
 import struct
 from collections.abc import Sequence
 
-from ..module import _elf_dynamic_symbols
+from ..module import _elf_dynamic_symbols, _require_ffi_symbols
 from .library_bin import DSO_KIND, LIB_KEY, SYMBOL, LibraryBin, LibraryBinEntry
 
 __all__ = ["embed_library_bin", "library_bin_c_source", "library_bin_to_c"]
 
 _ET_DYN = 3
-_FUNCTION_PREFIX = "__tvm_ffi_"
 
 
 def embed_library_bin(paths: Sequence[str | os.PathLike[str]]) -> LibraryBin:
@@ -113,9 +112,5 @@ def _read_module_library(file_name: str) -> bytes:
     (e_type,) = struct.unpack_from("<H" if data[5] == 1 else ">H", data, 0x10)
     if e_type != _ET_DYN:
         raise ValueError(f"{file_name} is not a shared library (ELF type {e_type}, expected 3)")
-    symbols = _elf_dynamic_symbols(file_name, data) or []
-    if not any(s.startswith(_FUNCTION_PREFIX) for s in symbols):
-        raise ValueError(
-            f"{file_name} exports no {_FUNCTION_PREFIX} symbols; it is not a TVM FFI module library"
-        )
+    _require_ffi_symbols(file_name, _elf_dynamic_symbols(file_name, data) or [])
     return data

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from .. import _elf
 from .._embedded_loader import DSO_KIND
-from ..module import _read_file
+from ..module import _LIBRARY_BIN_SYMBOL, _read_file
 
 __all__ = [
     "DSO_KIND",
@@ -52,7 +52,7 @@ __all__ = [
     "read_library_bin",
 ]
 
-SYMBOL = "__tvm_ffi__library_bin"
+SYMBOL = _LIBRARY_BIN_SYMBOL
 """Name of the exported byte-array symbol the runtime looks for."""
 
 LIB_KEY = "_lib"
