@@ -12,8 +12,15 @@ $(VENV)/.base:
 	$(PIP) install "setuptools>=77" wheel "apache-tvm-ffi>=0.1.15,<0.2"
 	touch $@
 
-$(VENV)/.test-deps: $(VENV)/.base
-	$(PIP) install "pytest>=7" "numpy>=1.24" "torch==2.13.0" "ml_dtypes>=0.5" ruff mypy
+# Test, benchmark and lint tools: pyproject.toml's `dev` extra (the `test` extra plus
+# ruff and mypy), the one list. Installing it builds the project once more, as
+# .installed does, against the runtime in the venv.
+# TORCH picks the torch build this venv gets: the extra only asks for torch>=2.13,
+# and pip would otherwise take the newest torch the index has (a CUDA build).
+TORCH ?= torch==2.13.0
+
+$(VENV)/.test-deps: $(VENV)/.base pyproject.toml
+	$(PIP) install --no-build-isolation ".[dev]" "$(TORCH)"
 	touch $@
 
 # Build against the runtime installed in the venv so headers and library match.
