@@ -44,6 +44,23 @@ const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp) {
   return api;
 }
 
+/* A producer's non-owning DLTensor fill (see exchange_fills). */
+int exchange_fill(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, DLTensor* dl) {
+  if (e->api->dltensor_from_py_object_no_sync(obj, dl) != 0) {
+    return wrap_error(argpos, obj, "DLPack export");
+  }
+  return 0;
+}
+
+/* A producer's managed export, now owned by the caller. */
+int exchange_managed(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos,
+                     DLManagedTensorVersioned** mv) {
+  if (e->api->managed_tensor_from_py_object_no_sync(obj, mv) != 0) {
+    return wrap_error(argpos, obj, "DLPack export");
+  }
+  return 0;
+}
+
 /* Tensor object from a producer's DLPack C exchange API. For torch, whose
  * Python tensor owns its TensorImpl and storage, the non-owning DLTensor fill
  * plus a reference to the Python tensor keeps the data alive exactly as long
@@ -53,17 +70,13 @@ const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp) {
  * three times even). Other producers only promise the fill until control
  * returns, so they go through their managed export. */
 OwnTensor* exchange_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos) {
-  if (e->is_torch && e->api->dltensor_from_py_object_no_sync != NULL) {
+  if (exchange_fills(e)) {
     DLTensor dl;
-    if (e->api->dltensor_from_py_object_no_sync(obj, &dl) != 0) {
-      return wrap_error(argpos, obj, "DLPack export"), NULL;
-    }
+    if (exchange_fill(obj, e, argpos, &dl) != 0) return NULL;
     return own_from_dl(&dl, obj, 0);
   }
   DLManagedTensorVersioned* mv;
-  if (e->api->managed_tensor_from_py_object_no_sync(obj, &mv) != 0) {
-    return wrap_error(argpos, obj, "DLPack export"), NULL;
-  }
+  if (exchange_managed(obj, e, argpos, &mv) != 0) return NULL;
   return own_from_managed(mv, NULL, argpos);
 }
 
@@ -188,12 +201,12 @@ static DLTensor* capsule_dl(PyObject* cap, int versioned) {
 }
 
 /* Mark a capsule consumed, per the DLPack protocol. */
-void capsule_consume(PyObject* cap, int versioned) {
+static void capsule_consume(PyObject* cap, int versioned) {
   PyCapsule_SetName(cap, versioned ? kCapsuleVersionedUsed : kCapsuleUsed);
 }
 
 /* Capsule for obj, checked against obj.__dlpack_device__(). */
-PyObject* protocol_checked_capsule(PyObject* obj, Py_ssize_t argpos, int* versioned) {
+static PyObject* protocol_checked_capsule(PyObject* obj, Py_ssize_t argpos, int* versioned) {
   DLDevice dev = {kDLCPU, 0};
   int has_dev = PyCapsule_CheckExact(obj) ? 0 : protocol_device(obj, argpos, &dev);
   if (has_dev < 0) return NULL;
@@ -213,16 +226,26 @@ PyObject* protocol_checked_capsule(PyObject* obj, Py_ssize_t argpos, int* versio
   return cap;
 }
 
-/* Tensor object owning the tensor of a capsule from obj.__dlpack__() (or of
- * the capsule `obj` itself), which is marked consumed. */
-OwnTensor* protocol_tensor(PyObject* obj, Py_ssize_t argpos) {
+/* The managed tensor of a capsule from obj.__dlpack__() (or of the capsule
+ * `obj` itself), which is marked consumed: exactly one of *mv (versioned) and
+ * *ml (legacy) is set, now owned by the caller. */
+int protocol_take(PyObject* obj, Py_ssize_t argpos, DLManagedTensorVersioned** mv,
+                  DLManagedTensor** ml) {
   int versioned;
   PyObject* cap = protocol_checked_capsule(obj, argpos, &versioned);
-  if (cap == NULL) return NULL;
-  DLManagedTensorVersioned* mv = versioned ? PyCapsule_GetPointer(cap, kCapsuleVersioned) : NULL;
-  DLManagedTensor* ml = versioned ? NULL : PyCapsule_GetPointer(cap, kCapsule);
-  capsule_consume(cap, versioned); /* ownership passes to the tensor object */
+  if (cap == NULL) return -1;
+  *mv = versioned ? PyCapsule_GetPointer(cap, kCapsuleVersioned) : NULL;
+  *ml = versioned ? NULL : PyCapsule_GetPointer(cap, kCapsule);
+  capsule_consume(cap, versioned); /* ownership passes to the caller */
   Py_DECREF(cap);
+  return 0;
+}
+
+/* Tensor object owning the tensor taken by protocol_take. */
+OwnTensor* protocol_tensor(PyObject* obj, Py_ssize_t argpos) {
+  DLManagedTensorVersioned* mv;
+  DLManagedTensor* ml;
+  if (protocol_take(obj, argpos, &mv, &ml) != 0) return NULL;
   return own_from_managed(mv, ml, argpos);
 }
 

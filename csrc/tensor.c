@@ -235,6 +235,13 @@ static PyObject* view_from_numpy(PyObject* arr) {
   return (PyObject*)v;
 }
 
+/* TensorView(obj) shares the producer routes of a Tensor (dlpack.c), with
+ * differences kept as they are: an ndarray subclass is read directly even
+ * when it overrides __dlpack__ (a Tensor calls the override); a versioned
+ * producer tensor flagged as padded sub-byte is accepted (a Tensor refuses
+ * it); a tvmffi.Object holding no Tensor is imported through its class's
+ * __dlpack__ if it has one (from_dlpack refuses it); and a managed tensor's
+ * shape and strides are used in place, so strides may stay NULL (compact). */
 static PyObject* view_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   (void)type;
   static char* kwlist[] = {"array", NULL};
@@ -261,42 +268,28 @@ static PyObject* view_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) 
     return NULL;
   }
   const TypeEntry* e = PyCapsule_CheckExact(obj) ? NULL : type_entry(tp);
-  const DLPackExchangeAPI* api = e != NULL && e->kind == TK_EXCHANGE ? e->api : NULL;
-  int is_torch = e != NULL && e->is_torch;
-  if (api != NULL && is_torch && api->dltensor_from_py_object_no_sync != NULL) {
+  int exchange = e != NULL && e->kind == TK_EXCHANGE;
+  if (exchange && exchange_fills(e)) {
     DLTensor dl;
-    if (api->dltensor_from_py_object_no_sync(obj, &dl) != 0) {
-      return wrap_error(-1, obj, "DLPack export"), NULL;
-    }
+    if (exchange_fill(obj, e, -1, &dl) != 0) return NULL;
     return view_copying(&dl, obj, 0);
   }
+  /* A managed tensor, released with the view; its shape and strides are used
+   * in place. */
   TVMFFIPyTensorView* v = view_alloc(0);
   if (v == NULL) return NULL;
-  if (api != NULL) {
-    if (api->managed_tensor_from_py_object_no_sync(obj, &v->managed_v) != 0) {
-      Py_DECREF(v);
-      return wrap_error(-1, obj, "DLPack export"), NULL;
-    }
-    v->dl = v->managed_v->dl_tensor;
-    v->flags = v->managed_v->flags;
-    return (PyObject*)v;
-  }
-  int versioned;
-  PyObject* cap = protocol_checked_capsule(obj, -1, &versioned);
-  if (cap == NULL) {
+  int rc = exchange ? exchange_managed(obj, e, -1, &v->managed_v)
+                    : protocol_take(obj, -1, &v->managed_v, &v->managed);
+  if (rc != 0) {
     Py_DECREF(v);
     return NULL;
   }
-  if (versioned) {
-    v->managed_v = PyCapsule_GetPointer(cap, kCapsuleVersioned);
+  if (v->managed_v != NULL) {
     v->dl = v->managed_v->dl_tensor;
     v->flags = v->managed_v->flags;
   } else {
-    v->managed = PyCapsule_GetPointer(cap, kCapsule);
     v->dl = v->managed->dl_tensor;
   }
-  capsule_consume(cap, versioned);
-  Py_DECREF(cap);
   return (PyObject*)v;
 }
 

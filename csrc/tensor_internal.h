@@ -131,9 +131,20 @@ static inline int is_tensor_object(PyObject* obj) {
 extern PyObject* g_str_dlpack;
 int dlpack_init(void);
 const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp);
+/* For a TK_EXCHANGE entry: whether the producer's non-owning DLTensor fill is
+ * used (torch; the Python tensor then keeps the data alive) rather than its
+ * managed export. */
+static inline int exchange_fills(const TypeEntry* e) {
+  return e->is_torch && e->api->dltensor_from_py_object_no_sync != NULL;
+}
+/* The two exchange exports and the protocol's consumed capsule, shared by
+ * Tensor (below) and TensorView (tensor.c); errors name the argument. */
+int exchange_fill(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, DLTensor* dl);
+int exchange_managed(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos,
+                     DLManagedTensorVersioned** mv);
+int protocol_take(PyObject* obj, Py_ssize_t argpos, DLManagedTensorVersioned** mv,
+                  DLManagedTensor** ml);
 OwnTensor* exchange_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos);
-PyObject* protocol_checked_capsule(PyObject* obj, Py_ssize_t argpos, int* versioned);
-void capsule_consume(PyObject* cap, int versioned);
 OwnTensor* protocol_tensor(PyObject* obj, Py_ssize_t argpos);
 
 /* ---- dlpack_export.c: tensors -> consumers --------------------------------- */
