@@ -26,15 +26,13 @@ characters per embedded byte.
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Sequence
 
+from .. import _elf
 from ..module import _elf_dynamic_symbols, _require_ffi_symbols
 from .library_bin import DSO_KIND, LIB_KEY, SYMBOL, LibraryBin, LibraryBinEntry
 
 __all__ = ["embed_library_bin", "library_bin_c_source", "library_bin_to_c"]
-
-_ET_DYN = 3
 
 
 def embed_library_bin(paths: Sequence[str | os.PathLike[str]]) -> LibraryBin:
@@ -107,10 +105,12 @@ def _read_module_library(file_name: str) -> bytes:
         raise ValueError(f"library to embed is a directory: {file_name}")
     with open(file_name, "rb") as f:
         data = f.read()
-    if len(data) < 64 or data[:4] != b"\x7fELF" or data[5] not in (1, 2):
+    elf = _elf.parse(data)
+    if elf is None:
         raise ValueError(f"{file_name} is not a shared library (not an ELF file)")
-    (e_type,) = struct.unpack_from("<H" if data[5] == 1 else ">H", data, 0x10)
-    if e_type != _ET_DYN:
-        raise ValueError(f"{file_name} is not a shared library (ELF type {e_type}, expected 3)")
+    if elf.type != _elf.ET_DYN:
+        raise ValueError(
+            f"{file_name} is not a shared library (ELF type {elf.type}, expected {_elf.ET_DYN})"
+        )
     _require_ffi_symbols(file_name, _elf_dynamic_symbols(file_name, data) or [])
     return data
