@@ -101,11 +101,8 @@ static int dict_to_map(PyObject* dict, TVMFFIAny* out, TempList* temps, Py_ssize
 }
 
 static int object_to_any(PyObject* obj, TVMFFIAny* out) {
-  TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
-  if (h == NULL) {
-    PyErr_Format(PyExc_ValueError, "%s object holds no FFI handle", Py_TYPE(obj)->tp_name);
-    return -1;
-  }
+  TVMFFIObjectHandle h = tvmffi_object_handle(obj);
+  if (h == NULL) return -1;
   set_object(out, h);
   return 0;
 }

@@ -95,6 +95,9 @@ PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args);
 PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg);
 /* _set_object_hooks(repr, getattr, dir, subclass): Python fallbacks of Object. */
 PyObject* tvmffi_set_object_hooks(PyObject* self, PyObject* args);
+/* Handle of `obj`, known to be an Object; NULL with ValueError "<type> object
+ * holds no FFI handle" when it is empty (e.g. a bare tvmffi.Object()). */
+TVMFFIObjectHandle tvmffi_object_handle(PyObject* obj);
 /* Handle of an object of another binding (e.g. tvm_ffi), via __chandle__. */
 int tvmffi_foreign_object_handle(PyObject* obj, TVMFFIObjectHandle* out);
 

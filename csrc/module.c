@@ -26,11 +26,12 @@ static PyObject* py_tvm_ffi_version(PyObject* self, PyObject* unused) {
 
 static PyObject* py_use_count(PyObject* self, PyObject* obj) {
   (void)self;
-  if (!tvmffi_is_object(obj) || ((TVMFFIPyObject*)obj)->handle == NULL) {
+  if (!tvmffi_is_object(obj)) {
     PyErr_SetString(PyExc_TypeError, "expected a non-empty tvmffi.Object");
     return NULL;
   }
-  TVMFFIObject* h = ((TVMFFIPyObject*)obj)->handle;
+  TVMFFIObject* h = tvmffi_object_handle(obj);
+  if (h == NULL) return NULL;
   return PyLong_FromUnsignedLong((unsigned long)(h->combined_ref_count & 0xFFFFFFFFu));
 }
 

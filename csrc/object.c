@@ -292,10 +292,12 @@ int tvmffi_foreign_object_handle(PyObject* obj, TVMFFIObjectHandle* out) {
 }
 
 /* ---- the Object type ---------------------------------------------------------- */
-static int check_handle(TVMFFIPyObject* self) {
-  if (self->handle != NULL) return 0;
-  PyErr_Format(PyExc_ValueError, "%s object holds no FFI handle", Py_TYPE(self)->tp_name);
-  return -1;
+TVMFFIObjectHandle tvmffi_object_handle(PyObject* obj) {
+  TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
+  if (h == NULL) {
+    PyErr_Format(PyExc_ValueError, "%s object holds no FFI handle", Py_TYPE(obj)->tp_name);
+  }
+  return h;
 }
 
 static void release_handle(TVMFFIPyObject* self) {
@@ -360,16 +362,16 @@ static PyObject* object_chandle(PyObject* op, PyObject* unused) {
 
 static PyObject* object_get_type_index(PyObject* op, void* closure) {
   (void)closure;
-  TVMFFIPyObject* self = (TVMFFIPyObject*)op;
-  if (check_handle(self) != 0) return NULL;
-  return PyLong_FromLong(tvmffi_type_index_of(self->handle));
+  TVMFFIObjectHandle h = tvmffi_object_handle(op);
+  if (h == NULL) return NULL;
+  return PyLong_FromLong(tvmffi_type_index_of(h));
 }
 
 static PyObject* object_get_type_key(PyObject* op, void* closure) {
   (void)closure;
-  TVMFFIPyObject* self = (TVMFFIPyObject*)op;
-  if (check_handle(self) != 0) return NULL;
-  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(tvmffi_type_index_of(self->handle));
+  TVMFFIObjectHandle h = tvmffi_object_handle(op);
+  if (h == NULL) return NULL;
+  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(tvmffi_type_index_of(h));
   return tvmffi_bytearray_to_str(&info->type_key);
 }
 

@@ -43,13 +43,8 @@ static int obj_handle(PyObject* obj, TVMFFIObjectHandle* out) {
     PyErr_Format(PyExc_TypeError, "expected a tvmffi.Object, got %.200s", Py_TYPE(obj)->tp_name);
     return -1;
   }
-  TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
-  if (h == NULL) {
-    PyErr_Format(PyExc_ValueError, "%s object holds no FFI handle", Py_TYPE(obj)->tp_name);
-    return -1;
-  }
-  *out = h;
-  return 0;
+  *out = tvmffi_object_handle(obj);
+  return *out != NULL ? 0 : -1;
 }
 
 /* Objects of FFI type `ti` have the field: the declaring type or a subtype. */
