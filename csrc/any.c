@@ -29,6 +29,14 @@ static void set_object(TVMFFIAny* out, TVMFFIObjectHandle h) {
   out->v_obj = (TVMFFIObject*)h;
 }
 
+/* A value without a payload beyond its type (or whose payload the caller
+ * sets next): the unused bytes are zeroed. */
+static void pod_to_any(int32_t type_index, TVMFFIAny* out) {
+  out->type_index = type_index;
+  out->zero_padding = 0;
+  out->v_int64 = 0;
+}
+
 /* An element of a container built from a list/tuple/dict. The container
  * keeps its elements beyond the call, so a TensorView, which otherwise
  * travels as a raw DLTensor* that dangles once the call returns, becomes a
@@ -42,8 +50,8 @@ static int element_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_ss
 
 /* Convert `n` Python items to views in `views`, then call a runtime
  * constructor (ffi.Array / ffi.Map) and keep the result as a temporary. */
-static int build_container(const char* ctor, TVMFFIObjectHandle* cache, PyObject* const* items,
-                           Py_ssize_t n, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+static int construct(const char* ctor, TVMFFIObjectHandle* cache, PyObject* const* items,
+                     Py_ssize_t n, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   TVMFFIAny stack_views[16];
   TVMFFIAny* views = n <= 16 ? stack_views : PyMem_Malloc(sizeof(TVMFFIAny) * (size_t)n);
   if (views == NULL) return PyErr_NoMemory(), -1;
@@ -63,19 +71,25 @@ static int build_container(const char* ctor, TVMFFIObjectHandle* cache, PyObject
   return 0;
 }
 
+/* Elements may be containers in turn: nesting depth is bounded like any
+ * Python recursion (a self-containing list raises RecursionError). */
+static int build_container(const char* ctor, TVMFFIObjectHandle* cache, PyObject* const* items,
+                           Py_ssize_t n, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  if (Py_EnterRecursiveCall(" while converting a nested container") != 0) return -1;
+  int rc = construct(ctor, cache, items, n, out, temps, argpos);
+  Py_LeaveRecursiveCall();
+  return rc;
+}
+
 /* Converting an element may run Python code (__index__, protocols) that
  * mutates the container, so elements are converted from a snapshot holding
- * its own references; nesting depth is bounded like any Python recursion. */
+ * its own references. */
 static int seq_to_array(PyObject* seq, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   static TVMFFIObjectHandle ctor;
   PyObject* snapshot = PySequence_Tuple(seq);
   if (snapshot == NULL) return -1;
-  int rc = -1;
-  if (Py_EnterRecursiveCall(" while converting a nested sequence") == 0) {
-    rc = build_container("ffi.Array", &ctor, &PyTuple_GET_ITEM(snapshot, 0),
-                         PyTuple_GET_SIZE(snapshot), out, temps, argpos);
-    Py_LeaveRecursiveCall();
-  }
+  int rc = build_container("ffi.Array", &ctor, &PyTuple_GET_ITEM(snapshot, 0),
+                           PyTuple_GET_SIZE(snapshot), out, temps, argpos);
   Py_DECREF(snapshot);
   return rc;
 }
@@ -90,12 +104,8 @@ static int dict_to_map(PyObject* dict, TVMFFIAny* out, TempList* temps, Py_ssize
     PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(k));
     PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(v));
   }
-  int rc = -1;
-  if (Py_EnterRecursiveCall(" while converting a nested dict") == 0) {
-    rc = build_container("ffi.Map", &ctor, &PyTuple_GET_ITEM(snapshot, 0), i, out, temps,
-                         argpos);
-    Py_LeaveRecursiveCall();
-  }
+  int rc =
+      build_container("ffi.Map", &ctor, &PyTuple_GET_ITEM(snapshot, 0), i, out, temps, argpos);
   Py_DECREF(snapshot);
   return rc;
 }
@@ -118,22 +128,33 @@ static int borrow_into_temps(TVMFFIObjectHandle h, TVMFFIAny* out, TempList* tem
   return 0;
 }
 
-static const char* const kProtocols[] = {"__tvm_ffi_object__", "__tvm_ffi_value__",
-                                         "__tvm_ffi_int__", "__tvm_ffi_float__",
-                                         "__tvm_ffi_opaque_ptr__"};
-#define NUM_PROTOCOLS 5
+/* Optional conversion protocols shared with the official binding, in the
+ * order a type is probed for them. */
+enum {
+  PROTOCOL_OBJECT,
+  PROTOCOL_VALUE,
+  PROTOCOL_INT,
+  PROTOCOL_FLOAT,
+  PROTOCOL_OPAQUE_PTR,
+  NUM_PROTOCOLS,
+};
+static const char* const kProtocols[NUM_PROTOCOLS] = {
+    [PROTOCOL_OBJECT] = "__tvm_ffi_object__",
+    [PROTOCOL_VALUE] = "__tvm_ffi_value__",
+    [PROTOCOL_INT] = "__tvm_ffi_int__",
+    [PROTOCOL_FLOAT] = "__tvm_ffi_float__",
+    [PROTOCOL_OPAQUE_PTR] = "__tvm_ffi_opaque_ptr__",
+};
 
-/* Optional conversion protocols shared with the official binding:
- * `protocol` indexes kProtocols. */
+/* A value through one of the protocols: `protocol` indexes kProtocols. */
 static int protocol_to_any(PyObject* obj, int protocol, TVMFFIAny* out, TempList* temps) {
   PyObject* v = PyObject_CallMethod(obj, kProtocols[protocol], NULL);
   if (v == NULL) return -1;
   int rc;
-  if (protocol == 4) {
+  if (protocol == PROTOCOL_OPAQUE_PTR) {
     void* p = PyLong_AsVoidPtr(v);
     rc = (p == NULL && PyErr_Occurred()) ? -1 : 0;
-    out->type_index = kTVMFFIOpaquePtr;
-    out->zero_padding = 0;
+    pod_to_any(kTVMFFIOpaquePtr, out);
     out->v_ptr = p;
   } else {
     /* An object or a plain value: keep an owned reference alive for the
@@ -156,8 +177,7 @@ static int void_p_to_any(PyObject* obj, TVMFFIAny* out) {
   void* p = value == Py_None ? NULL : PyLong_AsVoidPtr(value);
   Py_DECREF(value);
   if (p == NULL && PyErr_Occurred()) return -1;
-  out->type_index = kTVMFFIOpaquePtr;
-  out->zero_padding = 0;
+  pod_to_any(kTVMFFIOpaquePtr, out);
   out->v_ptr = p;
   return 0;
 }
@@ -196,13 +216,6 @@ static int callable_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps) {
     return -1;
   }
   set_object(out, f);
-  return 0;
-}
-
-static int pod_to_any(int32_t type_index, TVMFFIAny* out) {
-  out->type_index = type_index;
-  out->zero_padding = 0;
-  out->v_int64 = 0;
   return 0;
 }
 
@@ -364,23 +377,18 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
   if (tp == &PyLong_Type) return int_to_any(obj, out, temps);
   if (tp == &PyFloat_Type) return float_to_any(PyFloat_AS_DOUBLE(obj), out);
   if (obj == Py_None) {
-    out->type_index = kTVMFFINone;
-    out->zero_padding = 0;
-    out->v_int64 = 0;
+    pod_to_any(kTVMFFINone, out);
     return 0;
   }
   if (tp == &PyBool_Type) {
-    out->type_index = kTVMFFIBool;
-    out->zero_padding = 0;
+    pod_to_any(kTVMFFIBool, out);
     out->v_int64 = obj == Py_True;
     return 0;
   }
   if (tp == &PyUnicode_Type) return tvmffi_str_to_any(obj, out, temps);
   if (tp == tvmffi_numpy_ndarray_type) return tvmffi_ndarray_to_any(obj, out, temps, argpos);
-  /* Registered classes mostly derive from Object directly. */
-  if (tp == &TVMFFIFunctionType || tp->tp_base == &TVMFFIObjectType) {
-    return object_to_any(obj, out);
-  }
+  /* Registered classes (and Function) mostly derive from Object directly. */
+  if (tp->tp_base == &TVMFFIObjectType) return object_to_any(obj, out);
   return convert_slow(obj, out, temps, argpos);
 }
 
