@@ -20,19 +20,10 @@ from typing import Any
 
 from . import _core
 from ._core import Object
+from .function import _cached_global_func as _g
 from .object import _register_class
 
 __all__ = ["Array", "Dict", "List", "Map", "Shape"]
-
-_FUNCS: dict[str, Any] = {}
-
-
-def _g(name: str) -> Any:
-    f = _FUNCS.get(name)
-    if f is None:
-        f = _FUNCS[name] = _core.get_global_func(name, False)
-    return f
-
 
 _seq_size = _core._seq_size
 _seq_getitem = _core._seq_getitem

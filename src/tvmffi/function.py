@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
@@ -32,6 +33,16 @@ def get_global_func(name: str, allow_missing: bool = False) -> Function | None:
     if not isinstance(name, str):
         raise TypeError(f"function name must be a str, not {type(name).__name__}")
     return _core.get_global_func(name, allow_missing)
+
+
+@functools.cache
+def _cached_global_func(name: str) -> Function:
+    """The global function ``name``, looked up once (tvmffi's own use: ``ffi.*`` builtins).
+
+    A missing name raises ``ValueError`` like :func:`get_global_func` (and is not
+    cached). Later re-registrations of ``name`` are not seen.
+    """
+    return get_global_func(name)
 
 
 def list_global_func_names() -> list[str]:

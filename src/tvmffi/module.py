@@ -23,8 +23,9 @@ import os
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
-from . import _core, _elf
+from . import _elf
 from ._core import Function, Object
+from .function import _cached_global_func
 from .object import register_object
 
 __all__ = [
@@ -41,18 +42,6 @@ class ModulePropertyMask:
     BINARY_SERIALIZABLE = 0b001
     RUNNABLE = 0b010
     COMPILATION_EXPORTABLE = 0b100
-
-
-_GLOBALS: dict[str, Function] = {}
-
-
-def _api(name: str) -> Function:
-    func = _GLOBALS.get(name)
-    if func is None:
-        found = _core.get_global_func("ffi." + name, False)
-        assert found is not None
-        func = _GLOBALS[name] = found
-    return func
 
 
 _CACHE_KEY = "_tvmffi_function_cache"
@@ -77,13 +66,13 @@ class Module(Object):
     @property
     def kind(self) -> str:
         """The module kind, e.g. ``"library"`` for shared libraries and the system library."""
-        kind: str = _api("ModuleGetKind")(self)
+        kind: str = _cached_global_func("ffi.ModuleGetKind")(self)
         return kind
 
     @property
     def property_mask(self) -> int:
         """Bit mask of :class:`ModulePropertyMask` flags of this module."""
-        mask: int = _api("ModuleGetPropertyMask")(self)
+        mask: int = _cached_global_func("ffi.ModuleGetPropertyMask")(self)
         return mask
 
     @property
@@ -99,11 +88,11 @@ class Module(Object):
         """
         if not isinstance(other, Module):
             raise TypeError(f"import_module expects a Module, not {type(other).__name__}")
-        _api("ModuleImportModule")(self, other)
+        _cached_global_func("ffi.ModuleImportModule")(self, other)
 
     def clear_imports(self) -> None:
         """Remove all imported modules."""
-        _api("ModuleClearImports")(self)
+        _cached_global_func("ffi.ModuleClearImports")(self)
 
     def get_function(self, name: str, query_imports: bool = False) -> Function | None:
         """Return the function ``name``, or ``None`` when the module does not have it.
@@ -118,11 +107,11 @@ class Module(Object):
             func: Function | None = cache.get(name)
             if func is not None:
                 return func
-            func = _api("ModuleGetFunction")(self, name, False)
+            func = _cached_global_func("ffi.ModuleGetFunction")(self, name, False)
             if func is not None:
                 cache[name] = func
             return func
-        found: Function | None = _api("ModuleGetFunction")(self, name, True)
+        found: Function | None = _cached_global_func("ffi.ModuleGetFunction")(self, name, True)
         return found
 
     def __getitem__(self, name: str) -> Function:
@@ -159,12 +148,13 @@ class Module(Object):
 
     def implements_function(self, name: str, query_imports: bool = False) -> bool:
         """True if the module (or, with ``query_imports``, an import) implements ``name``."""
-        result: bool = _api("ModuleImplementsFunction")(self, name, query_imports)
+        implements = _cached_global_func("ffi.ModuleImplementsFunction")
+        result: bool = implements(self, name, query_imports)
         return result
 
     def get_function_doc(self, name: str, query_imports: bool = False) -> str | None:
         """The docstring the library exports for ``name`` (``__tvm_ffi__doc_<name>``), if any."""
-        doc: str | None = _api("ModuleGetFunctionDoc")(self, name, query_imports)
+        doc: str | None = _cached_global_func("ffi.ModuleGetFunctionDoc")(self, name, query_imports)
         return doc
 
     def get_function_metadata(
@@ -176,7 +166,8 @@ class Module(Object):
         macros emit ``{"type_schema": ...}``). A ``type_schema`` given as a JSON
         string is parsed as well.
         """
-        text: str | None = _api("ModuleGetFunctionMetadata")(self, name, query_imports)
+        get_metadata = _cached_global_func("ffi.ModuleGetFunctionMetadata")
+        text: str | None = get_metadata(self, name, query_imports)
         if text is None:
             return None
         value = json.loads(text)
@@ -197,12 +188,12 @@ class Module(Object):
 
     def inspect_source(self, fmt: str = "") -> str:
         """The module's source in format ``fmt`` (empty when the kind keeps none)."""
-        src: str = _api("ModuleInspectSource")(self, fmt)
+        src: str = _cached_global_func("ffi.ModuleInspectSource")(self, fmt)
         return src
 
     def get_write_formats(self) -> list[str]:
         """File formats :meth:`write_to_file` supports for this module."""
-        return list(_api("ModuleGetWriteFormats")(self))
+        return list(_cached_global_func("ffi.ModuleGetWriteFormats")(self))
 
     def write_to_file(self, path: str | PathLike[str], fmt: str = "") -> None:
         """Write the module to ``path`` in format ``fmt``.
@@ -221,7 +212,7 @@ class Module(Object):
                 f"module of kind {self.kind!r} cannot be written as {fmt!r}; "
                 f"supported formats: {formats}"
             )
-        _api("ModuleWriteToFile")(self, file_name, fmt)
+        _cached_global_func("ffi.ModuleWriteToFile")(self, file_name, fmt)
 
     def __repr__(self) -> str:
         return f"<tvmffi.Module kind={self.kind!r} at {self.__chandle__():#x}>"
@@ -338,7 +329,7 @@ def _load_module(file_name: str, data: bytes) -> Module:
     if symbols is not None:  # unreadable symbols: the runtime's loader decides
         _require_ffi_symbols(file_name, symbols)
     try:
-        mod: Module = _api("ModuleLoadFromFile")(file_name)
+        mod: Module = _cached_global_func("ffi.ModuleLoadFromFile")(file_name)
     except Exception as err:  # the runtime reports dlopen failures as InternalError
         raise ValueError(f"cannot load module from {file_name}: {err}") from err
     return mod
@@ -352,5 +343,5 @@ def system_lib(prefix: str = "") -> Module:
     """
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
-    mod: Module = _api("SystemLib")(prefix)
+    mod: Module = _cached_global_func("ffi.SystemLib")(prefix)
     return mod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -9,6 +10,7 @@ from typing import Any, TypeVar
 
 from . import _core
 from ._core import Object
+from .function import _cached_global_func
 
 __all__ = [
     "MISSING",
@@ -273,15 +275,10 @@ def _find_ffi_init(index: int) -> Any:
     return _core._lookup_type_attr(index, "__ffi_init__")
 
 
-_KWARGS: list[Any] = []
-
-
+@functools.cache
 def _kwargs_marker() -> Any:
-    if not _KWARGS:
-        getter = _core.get_global_func("ffi.GetKwargsObject", False)
-        assert getter is not None
-        _KWARGS.append(getter())
-    return _KWARGS[0]
+    """The runtime's marker between positional and keyword arguments, fetched once."""
+    return _cached_global_func("ffi.GetKwargsObject")()
 
 
 def _make_init(cls: type, index: int, ffi_init: Any) -> Callable[..., None]:
