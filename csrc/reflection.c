@@ -380,11 +380,6 @@ static PyObject* py_type_key_to_index(PyObject* m, PyObject* key) {
   return PyLong_FromLong(idx);
 }
 
-static PyObject* str_or_none(const TVMFFIByteArray* b) {
-  if (b->data == NULL) return PyUnicode_FromStringAndSize("", 0);
-  return tvmffi_bytearray_to_str(b);
-}
-
 /* _type_info(type_index) -> (type_index, type_key, ancestors, fields, methods, doc)
  * fields: (name, doc, metadata, flags, static_type_index, default or MISSING-sentinel)
  * methods: (name, doc, metadata, flags, func) */
@@ -415,8 +410,9 @@ static PyObject* py_type_info(PyObject* m, PyObject* args) {
       Py_INCREF(missing);
       dflt = missing;
     }
-    PyObject* t = Py_BuildValue("(NNNLiN)", str_or_none(&f->name), str_or_none(&f->doc),
-                                str_or_none(&f->metadata), (long long)f->flags,
+    PyObject* t = Py_BuildValue("(NNNLiN)", tvmffi_bytearray_to_str(&f->name),
+                                tvmffi_bytearray_to_str(&f->doc),
+                                tvmffi_bytearray_to_str(&f->metadata), (long long)f->flags,
                                 (int)f->field_static_type_index, dflt);
     if (t == NULL) goto fail;
     PyList_SET_ITEM(fields, i, t);
@@ -425,13 +421,14 @@ static PyObject* py_type_info(PyObject* m, PyObject* args) {
     const TVMFFIMethodInfo* mi = &info->methods[i];
     PyObject* fn = tvmffi_any_to_py_borrowed(&mi->method);
     if (fn == NULL) goto fail;
-    PyObject* t = Py_BuildValue("(NNNLN)", str_or_none(&mi->name), str_or_none(&mi->doc),
-                                str_or_none(&mi->metadata), (long long)mi->flags, fn);
+    PyObject* t = Py_BuildValue("(NNNLN)", tvmffi_bytearray_to_str(&mi->name),
+                                tvmffi_bytearray_to_str(&mi->doc),
+                                tvmffi_bytearray_to_str(&mi->metadata), (long long)mi->flags, fn);
     if (t == NULL) goto fail;
     PyList_SET_ITEM(methods, i, t);
   }
   if (info->metadata != NULL) {
-    doc = str_or_none(&info->metadata->doc);
+    doc = tvmffi_bytearray_to_str(&info->metadata->doc);
   } else {
     doc = PyUnicode_FromStringAndSize("", 0);
   }
