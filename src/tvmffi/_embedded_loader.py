@@ -33,9 +33,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import tempfile
 
-from .function import get_global_func, register_global_func
+from .function import register_global_func
 from .module import Module, _load_module
 
 DSO_KIND = "tvmffi_dso"
@@ -70,6 +69,8 @@ def load_dso_from_bytes(payload: bytes) -> Module:
         raise ValueError(
             f"{DSO_KIND} payload ({len(data)} bytes, starting {data[:8]!r}) is not a shared library"
         )
+    import tempfile  # here, not at the top: it costs `import tvmffi` about 3 ms
+
     fd, path = tempfile.mkstemp(prefix="tvmffi-embedded-", suffix=".so")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -103,11 +104,9 @@ def _remove_leftovers() -> None:
 
 def register() -> bool:
     """Register :data:`LOADER_NAME` unless some loader of that name exists; True if it did."""
-    if get_global_func(LOADER_NAME, True) is not None:
-        return False
     try:
         register_global_func(LOADER_NAME, load_dso_from_bytes)
-    except ValueError:  # registered concurrently by someone else: keep theirs
+    except ValueError:  # the name is taken (another tvmffi copy, another runtime): keep theirs
         return False
     return True
 
