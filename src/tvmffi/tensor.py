@@ -46,6 +46,8 @@ from ._core import Tensor, TensorView
 __all__ = ["Tensor", "TensorView", "from_dlpack"]
 
 
+# Kept as a Python function rather than re-exporting _core.from_dlpack: the C
+# function's docstring is a one-line signature and it has no inspectable signature.
 def from_dlpack(
     obj: Any, *, require_alignment: int = 0, require_contiguous: bool = False
 ) -> Tensor:
