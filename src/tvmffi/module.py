@@ -17,8 +17,6 @@ module), so a cached entry never dangles.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 from os import PathLike
 from typing import TYPE_CHECKING, Any
@@ -26,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import _elf
 from ._core import Function, Object
 from .function import _cached_global_func
-from .object import register_object
+from .object import _decode_type_schema, _json_object, register_object
 
 __all__ = [
     "Module",
@@ -170,13 +168,9 @@ class Module(Object):
         text: str | None = get_metadata(self, name, query_imports)
         if text is None:
             return None
-        value = json.loads(text)
-        if not isinstance(value, dict):
-            return {"value": value}
-        schema = value.get("type_schema")
-        if isinstance(schema, str):
-            with contextlib.suppress(ValueError):
-                value["type_schema"] = json.loads(schema)
+        value = _json_object(text)
+        if "type_schema" in value:
+            value["type_schema"] = _decode_type_schema(value["type_schema"])
         return value
 
     def get_function_signature(self, name: str, query_imports: bool = False) -> str | None:

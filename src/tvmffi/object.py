@@ -59,14 +59,33 @@ MISSING: Any = _Missing()
 """Sentinel: a field has no default value."""
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    """``text`` parsed as JSON; a non-object value comes back as ``{"value": value}``.
+
+    Raises ``ValueError`` for text that is not JSON.
+    """
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {"value": value}
+
+
 def _parse_json(text: str) -> dict[str, Any]:
+    """Reflection metadata: ``{}`` when empty, ``{"raw": text}`` when not JSON."""
     if not text:
         return {}
     try:
-        value = json.loads(text)
+        return _json_object(text)
     except ValueError:
         return {"raw": text}
-    return value if isinstance(value, dict) else {"value": value}
+
+
+def _decode_type_schema(schema: Any) -> Any:
+    """A ``type_schema`` given as a JSON string, parsed; anything else (or bad JSON) as is."""
+    if isinstance(schema, str):
+        try:
+            return json.loads(schema)
+        except ValueError:
+            return schema
+    return schema
 
 
 @dataclass(frozen=True)
@@ -116,13 +135,7 @@ class FieldInfo:
 
     @property
     def type_schema(self) -> Any:
-        schema = self.metadata.get("type_schema")
-        if isinstance(schema, str):
-            try:
-                return json.loads(schema)
-            except ValueError:
-                return schema
-        return schema
+        return _decode_type_schema(self.metadata.get("type_schema"))
 
 
 @dataclass(frozen=True)
