@@ -207,7 +207,6 @@ def _key_to_index(key: str) -> int:
 
 
 def _resolve_index(x: Any) -> int:
-    index: int
     if isinstance(x, str):
         return _key_to_index(x)
     if isinstance(x, Object):
@@ -216,8 +215,7 @@ def _resolve_index(x: Any) -> int:
         found = x.__dict__.get("__tvm_ffi_type_index__")
         if found is None:
             raise TypeError(f"{x.__qualname__} is not registered with register_object")
-        index = int(found)
-        return index
+        return int(found)
     raise TypeError(f"expected a type key, a registered class or an Object, got {type(x).__name__}")
 
 
@@ -294,7 +292,7 @@ def _kwargs_marker() -> Any:
     return _cached_global_func("ffi.GetKwargsObject")()
 
 
-def _make_init(cls: type, index: int, ffi_init: Any) -> Callable[..., None]:
+def _make_init(cls: type, ffi_init: Any) -> Callable[..., None]:
     init_handle = _core._init_handle
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -333,7 +331,6 @@ def _register_class(cls: _T, key: str, *, install: bool = True) -> _T:
     if not _is_synthetic(cls):
         _forget_synthetic()
     cls.__tvm_ffi_type_index__ = index  # type: ignore[attr-defined]
-    cls.__tvm_ffi_type_key__ = key  # type: ignore[attr-defined]
     if install:
         for name, desc in _attrs_of(index).items():
             if name not in cls.__dict__ and not _defined_by_user_base(cls, name):
@@ -341,7 +338,7 @@ def _register_class(cls: _T, key: str, *, install: bool = True) -> _T:
         if "__init__" not in cls.__dict__:
             ffi_init = _find_ffi_init(index)
             if ffi_init is not None:
-                cls.__init__ = _make_init(cls, index, ffi_init)  # type: ignore[method-assign]
+                cls.__init__ = _make_init(cls, ffi_init)  # type: ignore[method-assign]
             else:
                 cls.__init__ = _make_no_init(cls, key)  # type: ignore[method-assign]
     _core.register_object_class(index, cls)
