@@ -76,7 +76,7 @@ class Module(Object):
     @property
     def imports(self) -> list[Module]:
         """The modules imported by this module, in import order."""
-        raw: Any = Object.__getattribute__(self, "imports_")
+        raw: Any = self.imports_  # the reflected field (a data descriptor: never shadowed)
         return list(raw)
 
     def import_module(self, other: Module) -> None:
