@@ -69,8 +69,9 @@ static int field_type_error(const FieldProperty* self, TVMFFIObjectHandle h) {
   return -1;
 }
 
-/* The full check: `obj` is a non-empty Object whose FFI type has the field. */
-static int field_handle_slow(FieldProperty* self, PyObject* obj, TVMFFIObjectHandle* out) {
+/* The full check: `obj` is a non-empty Object whose FFI type has the field.
+ * Kept out of line so the cached path stays small (fewer saved registers). */
+static Py_NO_INLINE int field_handle_slow(FieldProperty* self, PyObject* obj, TVMFFIObjectHandle* out) {
   if (obj_handle(obj, out) != 0) return -1;
   int32_t ti = tvmffi_type_index_of(*out);
   if (!has_field(self, ti)) return field_type_error(self, *out);
