@@ -190,8 +190,6 @@ PyObject* tvmffi_tensor_view_borrowed(const DLTensor* dl);
 
 /* ---- stream.c ------------------------------------------------------------------ */
 int tvmffi_stream_init(PyObject* module);
-/* Nonzero while a use_stream() context for this device is active on this thread. */
-int tvmffi_stream_is_explicit(int32_t device_type, int32_t device_id);
 /* Make `stream` the environment stream of the device for the duration of the
  * call owning `temps` (restored when the temporaries are released). */
 int tvmffi_stream_adopt(int32_t device_type, int32_t device_id, void* stream, TempList* temps);
