@@ -143,6 +143,10 @@ int tvmffi_opaque_py_create(PyObject* obj, TVMFFIObjectHandle* out);
 PyObject* tvmffi_raise_ffi_error(void);
 /* Convert the pending Python exception into the FFI's raised error. Returns -1. */
 int tvmffi_set_ffi_error_from_py(void);
+/* After an FFI API returned non-zero where the error is not reported: drop it. */
+void tvmffi_discard_ffi_error(void);
+/* Take the pending Python exception (normalized, traceback attached); NULL if none. */
+PyObject* tvmffi_fetch_exception(void);
 int tvmffi_error_init(PyObject* module);
 PyObject* tvmffi_set_error_hooks(PyObject* self, PyObject* args);
 

@@ -49,9 +49,7 @@ static int parse_dtype(PyObject* str, DLDataType* out) {
   TVMFFIByteArray ba = {s, (size_t)len};
   if (parse_complex(s, out)) return 0;
   if (TVMFFIDataTypeFromString(&ba, out) == 0) return 0;
-  TVMFFIObjectHandle err = NULL;
-  TVMFFIErrorMoveFromRaised(&err);
-  if (err != NULL) TVMFFIObjectDecRef(err);
+  tvmffi_discard_ffi_error();
   PyErr_Format(PyExc_ValueError, "invalid dtype string %R", str);
   return -1;
 }

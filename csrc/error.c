@@ -78,6 +78,26 @@ static void raise_from_cell(const TVMFFIErrorCell* cell) {
   Py_XDECREF(bt);
 }
 
+void tvmffi_discard_ffi_error(void) {
+  TVMFFIObjectHandle err = NULL;
+  TVMFFIErrorMoveFromRaised(&err);
+  if (err != NULL) TVMFFIObjectDecRef(err);
+}
+
+PyObject* tvmffi_fetch_exception(void) {
+#if PY_VERSION_HEX >= 0x030C0000
+  return PyErr_GetRaisedException();
+#else
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (value != NULL && tb != NULL) PyException_SetTraceback(value, tb);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  return value;
+#endif
+}
+
 PyObject* tvmffi_raise_ffi_error(void) {
   TVMFFIObjectHandle err = NULL;
   TVMFFIErrorMoveFromRaised(&err);
@@ -134,16 +154,11 @@ static int create_error(PyObject* parts, PyObject* exc, TVMFFIObjectHandle* out)
 }
 
 int tvmffi_set_ffi_error_from_py(void) {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
+  PyObject* value = tvmffi_fetch_exception();
   if (value == NULL) {
     TVMFFIErrorSetRaisedFromCStr("RuntimeError", "unknown Python error");
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
     return -1;
   }
-  if (tb != NULL) PyException_SetTraceback(value, tb);
   PyObject* parts = describe(value);
   TVMFFIObjectHandle err = NULL;
   if (parts == NULL || create_error(parts, value, &err) != 0) {
@@ -154,8 +169,6 @@ int tvmffi_set_ffi_error_from_py(void) {
     TVMFFIObjectDecRef(err);
   }
   Py_XDECREF(parts);
-  Py_XDECREF(type);
   Py_XDECREF(value);
-  Py_XDECREF(tb);
   return -1;
 }

@@ -373,9 +373,7 @@ static PyObject* py_type_key_to_index(PyObject* m, PyObject* key) {
   int32_t idx;
   if (TVMFFITypeKeyToIndex(&b, &idx) != 0) {
     /* Unknown key: drop the runtime error and report None. */
-    TVMFFIObjectHandle err = NULL;
-    TVMFFIErrorMoveFromRaised(&err);
-    if (err != NULL) TVMFFIObjectDecRef(err);
+    tvmffi_discard_ffi_error();
     Py_RETURN_NONE;
   }
   return PyLong_FromLong(idx);

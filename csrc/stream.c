@@ -55,9 +55,7 @@ static void restore_stream(void* handle) {
   StreamRestore* r = (StreamRestore*)handle;
   if (TVMFFIEnvSetStream(r->device_type, r->device_id, r->prev, NULL) != 0) {
     /* Nothing to report to: drop the runtime's error. */
-    TVMFFIObjectHandle err = NULL;
-    TVMFFIErrorMoveFromRaised(&err);
-    if (err != NULL) TVMFFIObjectDecRef(err);
+    tvmffi_discard_ffi_error();
   }
   PyMem_RawFree(r);
 }

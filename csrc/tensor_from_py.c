@@ -13,20 +13,6 @@ PyTypeObject* tvmffi_numpy_ndarray_type;
 static PyTypeObject* g_torch_tensor_type;
 
 /* ---- errors naming the argument ----------------------------------------------- */
-static PyObject* fetch_exception(void) {
-#if PY_VERSION_HEX >= 0x030C0000
-  return PyErr_GetRaisedException();
-#else
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  if (value != NULL && tb != NULL) PyException_SetTraceback(value, tb);
-  Py_XDECREF(type);
-  Py_XDECREF(tb);
-  return value;
-#endif
-}
-
 /* Replace the pending exception by one that names the argument: TypeError
  * stays TypeError, other Exceptions become ValueError; the original is kept as
  * __cause__. MemoryError and non-Exception exceptions pass through. */
@@ -34,7 +20,7 @@ int wrap_error(Py_ssize_t argpos, PyObject* obj, const char* what) {
   if (!PyErr_ExceptionMatches(PyExc_Exception) || PyErr_ExceptionMatches(PyExc_MemoryError)) {
     return -1;
   }
-  PyObject* exc = fetch_exception();
+  PyObject* exc = tvmffi_fetch_exception();
   if (exc == NULL) return -1;
   PyObject* cls = PyObject_TypeCheck(exc, (PyTypeObject*)PyExc_TypeError) ? PyExc_TypeError
                                                                             : PyExc_ValueError;
