@@ -8,19 +8,30 @@
  */
 #include "core.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 /* ---- Python -> Any: slow path helpers ------------------------------------ */
-static int unsupported(PyObject* obj, Py_ssize_t argpos) {
+/* Raise `cls` with a message prefixed by the argument position. */
+int tvmffi_arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...) {
+  va_list va;
+  va_start(va, fmt);
+  PyObject* msg = PyUnicode_FromFormatV(fmt, va);
+  va_end(va);
+  if (msg == NULL) return -1;
   if (argpos >= 0) {
-    PyErr_Format(PyExc_TypeError,
-                 "argument %zd: cannot convert object of type '%.200s' to a TVM FFI value",
-                 argpos, Py_TYPE(obj)->tp_name);
+    PyErr_Format(cls, "argument %zd: %U", argpos, msg);
   } else {
-    PyErr_Format(PyExc_TypeError, "cannot convert object of type '%.200s' to a TVM FFI value",
-                 Py_TYPE(obj)->tp_name);
+    PyErr_SetObject(cls, msg);
   }
+  Py_DECREF(msg);
   return -1;
+}
+
+static int unsupported(PyObject* obj, Py_ssize_t argpos) {
+  return tvmffi_arg_error(PyExc_TypeError, argpos,
+                          "cannot convert object of type '%.200s' to a TVM FFI value",
+                          Py_TYPE(obj)->tp_name);
 }
 
 static void set_object(TVMFFIAny* out, TVMFFIObjectHandle h) {

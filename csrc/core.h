@@ -56,6 +56,8 @@ void temps_release(TempList* t);
  * and from objects pushed to `temps`. `argpos` names the argument in errors.
  * Returns 0 on success, -1 with a Python exception set. */
 int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
+/* Raise `cls` with a message prefixed by "argument N: " when argpos >= 0. Returns -1. */
+int tvmffi_arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...);
 /* Python -> owned Any (for callback results and container construction). */
 int tvmffi_py_to_owned_any(PyObject* obj, TVMFFIAny* out);
 /* Owned Any -> Python. Consumes the reference held by `value` in all cases. */

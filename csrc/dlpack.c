@@ -94,7 +94,7 @@ static int protocol_device(PyObject* obj, Py_ssize_t argpos, DLDevice* dev) {
   int rc = -1;
   if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2 ||
       !PyLong_Check(PyTuple_GET_ITEM(res, 0)) || !PyLong_Check(PyTuple_GET_ITEM(res, 1))) {
-    arg_error(PyExc_TypeError, argpos,
+    tvmffi_arg_error(PyExc_TypeError, argpos,
               "'%.200s'.__dlpack_device__() returned %R; expected a (device_type, device_id) "
               "tuple of two ints",
               Py_TYPE(obj)->tp_name, res);
@@ -106,7 +106,7 @@ static int protocol_device(PyObject* obj, Py_ssize_t argpos, DLDevice* dev) {
       type = -1;
     }
     if (type < 1 || type > 64 || id < 0 || id > INT32_MAX) {
-      arg_error(PyExc_ValueError, argpos,
+      tvmffi_arg_error(PyExc_ValueError, argpos,
                 "'%.200s'.__dlpack_device__() returned %R, which is not a valid DLPack device",
                 Py_TYPE(obj)->tp_name, res);
     } else {
@@ -164,7 +164,7 @@ static PyObject* protocol_capsule(PyObject* obj, Py_ssize_t argpos, const DLDevi
     *versioned = 1;
     DLManagedTensorVersioned* mt = PyCapsule_GetPointer(cap, kCapsuleVersioned);
     if (mt->version.major != DLPACK_MAJOR_VERSION) {
-      arg_error(PyExc_ValueError, argpos, "'%.200s' produced DLPack version %u.%u; %d.x is needed",
+      tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' produced DLPack version %u.%u; %d.x is needed",
                 Py_TYPE(obj)->tp_name, mt->version.major, mt->version.minor,
                 DLPACK_MAJOR_VERSION);
       Py_DECREF(cap); /* unconsumed: its destructor releases the tensor */
@@ -179,12 +179,12 @@ static PyObject* protocol_capsule(PyObject* obj, Py_ssize_t argpos, const DLDevi
   if (PyCapsule_CheckExact(cap)) {
     const char* name = PyCapsule_GetName(cap);
     PyErr_Clear();
-    arg_error(PyExc_ValueError, argpos,
+    tvmffi_arg_error(PyExc_ValueError, argpos,
               "'%.200s' gave a PyCapsule named '%s'; expected an unconsumed 'dltensor' or "
               "'dltensor_versioned' capsule",
               Py_TYPE(obj)->tp_name, name ? name : "(null)");
   } else {
-    arg_error(PyExc_TypeError, argpos,
+    tvmffi_arg_error(PyExc_TypeError, argpos,
               "'%.200s'.__dlpack__() returned '%.200s'; expected a DLPack PyCapsule",
               Py_TYPE(obj)->tp_name, Py_TYPE(cap)->tp_name);
   }
@@ -215,7 +215,7 @@ static PyObject* protocol_checked_capsule(PyObject* obj, Py_ssize_t argpos, int*
   DLTensor* dl = capsule_dl(cap, *versioned);
   if (has_dev && (dl->device.device_type != dev.device_type ||
                   dl->device.device_id != dev.device_id)) {
-    arg_error(PyExc_ValueError, argpos,
+    tvmffi_arg_error(PyExc_ValueError, argpos,
               "'%.200s'.__dlpack_device__() reports (%d, %d) but its DLPack tensor is on "
               "(%d, %d)",
               Py_TYPE(obj)->tp_name, (int)dev.device_type, (int)dev.device_id,

@@ -57,7 +57,7 @@ static int descr_lookup(PyObject* arr, PyObject* descr, Py_ssize_t argpos, DLDat
   int is_native = native == NULL ? -1 : PyObject_IsTrue(native);
   Py_XDECREF(native);
   if (is_native == 0) {
-    return arg_error(PyExc_ValueError, argpos,
+    return tvmffi_arg_error(PyExc_ValueError, argpos,
                      "NumPy array of dtype %R has non-native byte order, which DLPack cannot "
                      "express; convert it first, e.g. arr.astype(arr.dtype.newbyteorder('='))",
                      descr);
@@ -67,7 +67,7 @@ static int descr_lookup(PyObject* arr, PyObject* descr, Py_ssize_t argpos, DLDat
   Py_XDECREF(size_obj);
   if (size < 0) return -1;
   if ((int64_t)d.bits * d.lanes != (int64_t)size * 8) {
-    return arg_error(PyExc_ValueError, argpos,
+    return tvmffi_arg_error(PyExc_ValueError, argpos,
                      "NumPy dtype %R stores %zd byte(s) per element but DLPack dtype %d:%d:%d "
                      "has %d bits (sub-byte dtypes padded to a byte are not supported)",
                      descr, size, d.code, d.bits, d.lanes, d.bits * d.lanes);
@@ -181,7 +181,7 @@ int numpy_fill(PyObject* arr, const NumpyDesc* d, DLTensor* dl, int64_t* storage
       storage[n + i] = 0; /* never stepped over: any value describes it */
     } else {
       PyObject* strides = PyObject_GetAttrString(arr, "strides");
-      arg_error(PyExc_ValueError, argpos,
+      tvmffi_arg_error(PyExc_ValueError, argpos,
                 "NumPy array strides %R (bytes) are not multiples of its itemsize %zd; DLPack "
                 "counts strides in elements and cannot express them (copy the array first)",
                 strides ? strides : Py_None, itemsize);

@@ -101,7 +101,7 @@ OwnTensor* own_from_dl(const DLTensor* src, PyObject* owner, uint64_t flags) {
 OwnTensor* own_from_managed(DLManagedTensorVersioned* mv, DLManagedTensor* ml,
                             Py_ssize_t argpos) {
   if (mv != NULL && (mv->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED)) {
-    arg_error(PyExc_ValueError, argpos,
+    tvmffi_arg_error(PyExc_ValueError, argpos,
               "DLPack tensors with padded sub-byte elements are not supported");
     release_managed(mv, NULL);
     return NULL;

@@ -44,22 +44,6 @@ int wrap_error(Py_ssize_t argpos, PyObject* obj, const char* what) {
   return -1;
 }
 
-/* Raise `cls` with a message prefixed by the argument position. */
-int arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...) {
-  va_list va;
-  va_start(va, fmt);
-  PyObject* msg = PyUnicode_FromFormatV(fmt, va);
-  va_end(va);
-  if (msg == NULL) return -1;
-  if (argpos >= 0) {
-    PyErr_Format(cls, "argument %zd: %U", argpos, msg);
-  } else {
-    PyErr_SetObject(cls, msg);
-  }
-  Py_DECREF(msg);
-  return -1;
-}
-
 /* ---- known array types (resolved once their module is imported) --------------- */
 static PyTypeObject* module_type(const char* module, const char* name) {
   PyObject* mod = PyDict_GetItemString(PyImport_GetModuleDict(), module); /* borrowed */

@@ -108,9 +108,9 @@ typedef struct {
 const TypeEntry* type_entry(PyTypeObject* tp);
 void refresh_known_types(void);
 int is_ndarray_type(PyTypeObject* tp);
-/* Raise, naming the argument (argpos >= 0) being converted; both return -1. */
+/* Replace the pending exception by one naming the argument (argpos >= 0,
+ * see tvmffi_arg_error in core.h) being converted; returns -1. */
 int wrap_error(Py_ssize_t argpos, PyObject* obj, const char* what);
-int arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...);
 /* `obj` may be a tvmffi.Object only if it holds a Tensor: from_dlpack rejects
  * other Objects first, and calls convert Objects as objects (any.c). */
 int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int contiguous,
