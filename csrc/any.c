@@ -157,31 +157,6 @@ static const char* const kProtocols[NUM_PROTOCOLS] = {
     [PROTOCOL_OPAQUE_PTR] = "__tvm_ffi_opaque_ptr__",
 };
 
-/* A value through one of the protocols: `protocol` indexes kProtocols. */
-static int protocol_to_any(PyObject* obj, int protocol, TVMFFIAny* out, TempList* temps) {
-  PyObject* v = PyObject_CallMethod(obj, kProtocols[protocol], NULL);
-  if (v == NULL) return -1;
-  int rc;
-  if (protocol == PROTOCOL_OPAQUE_PTR) {
-    void* p = PyLong_AsVoidPtr(v);
-    rc = (p == NULL && PyErr_Occurred()) ? -1 : 0;
-    pod_to_any(kTVMFFIOpaquePtr, out);
-    out->v_ptr = p;
-  } else {
-    /* An object or a plain value: keep an owned reference alive for the
-     * duration of the call (an empty Object raises "holds no FFI handle"). */
-    TVMFFIAny owned;
-    rc = tvmffi_py_to_owned_any(v, &owned);
-    if (rc == 0 && owned.type_index >= kTVMFFIStaticObjectBegin) {
-      rc = temps_push(temps, owned.v_obj);
-      if (rc != 0) TVMFFIObjectDecRef(owned.v_obj);
-    }
-    if (rc == 0) *out = owned;
-  }
-  Py_DECREF(v);
-  return rc;
-}
-
 static int void_p_to_any(PyObject* obj, TVMFFIAny* out) {
   PyObject* value = PyObject_GetAttrString(obj, "value");
   if (value == NULL) return -1;
@@ -268,6 +243,12 @@ static int is_foreign_type(PyTypeObject* tp) {
   return ours && PyObject_HasAttrString((PyObject*)tp, "__chandle__");
 }
 
+/* Whether values of `tp` are complex numbers (Python's, NumPy's): no FFI
+ * value holds one, and their __float__ would drop the imaginary part. */
+static int is_complex_type(PyTypeObject* tp) {
+  return PyType_IsSubtype(tp, &PyComplex_Type) || strncmp(tp->tp_name, "numpy.complex", 13) == 0;
+}
+
 static int classify(PyTypeObject* tp) {
   if (PyType_IsSubtype(tp, &TVMFFIObjectType)) return K_OBJECT;
   if (PyType_IsSubtype(tp, &PyLong_Type)) return K_INT;
@@ -290,6 +271,7 @@ static int classify(PyTypeObject* tp) {
   if (void_p == NULL) return -1;
   if (PyType_IsSubtype(tp, (PyTypeObject*)void_p)) return K_VOID_P;
   if (tp->tp_call != NULL) return K_CALLABLE;
+  if (is_complex_type(tp)) return K_UNSUPPORTED;
   /* numpy.bool_ is neither an int nor index-able in NumPy 2: keep it a Bool. */
   if (strcmp(tp->tp_name, "numpy.bool") == 0 || strcmp(tp->tp_name, "numpy.bool_") == 0) {
     return K_BOOL_LIKE;
@@ -300,23 +282,120 @@ static int classify(PyTypeObject* tp) {
 }
 
 /* Direct-mapped cache; entries own a reference to their type so a freed and
- * reallocated type object can never alias a stale entry. */
+ * reallocated type object can never alias a stale entry. A decision holds
+ * only while the type is unchanged: CPython gives a type a new version tag
+ * (never reused; 0 means none yet) after any change to it or to a base, so a
+ * class that gains __dlpack__ or loses __call__ is classified anew. */
 #define KIND_CACHE_SIZE 64
 static struct {
   PyTypeObject* type;
+  unsigned int tag;
   int kind;
 } g_kind_cache[KIND_CACHE_SIZE];
 
+/* The type's version tag, assigned when it has none yet (a type looked up
+ * by no attribute access so far). 0 only when tags ran out. */
+static unsigned int version_tag(PyTypeObject* tp) {
+  if (tp->tp_version_tag == 0) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyUnstable_Type_AssignVersionTag(tp);
+#else
+    static PyObject* name; /* any name: a type lookup assigns a tag */
+    if (name == NULL) name = PyUnicode_InternFromString("__tvm_ffi_object__");
+    if (name != NULL) {
+      (void)_PyType_Lookup(tp, name);
+    } else {
+      PyErr_Clear(); /* no tag: the decision is simply not cached */
+    }
+#endif
+  }
+  return tp->tp_version_tag;
+}
+
 static int kind_of(PyTypeObject* tp) {
   size_t slot = ((uintptr_t)tp >> 4) % KIND_CACHE_SIZE;
-  if (g_kind_cache[slot].type == tp) return g_kind_cache[slot].kind;
+  unsigned int tag = tp->tp_version_tag;
+  if (g_kind_cache[slot].type == tp && g_kind_cache[slot].tag == tag && tag != 0) {
+    return g_kind_cache[slot].kind;
+  }
   int kind = classify(tp);
   if (kind < 0) return -1;
   Py_INCREF(tp);
   Py_XDECREF(g_kind_cache[slot].type);
   g_kind_cache[slot].type = tp;
+  g_kind_cache[slot].tag = version_tag(tp); /* read after classify: its lookups may modify */
   g_kind_cache[slot].kind = kind;
   return kind;
+}
+
+static int bad_protocol_result(PyObject* obj, int protocol, PyObject* v, const char* want,
+                               Py_ssize_t argpos) {
+  return tvmffi_arg_error(PyExc_TypeError, argpos, "%.200s.%s() returned '%.200s', not %s",
+                          Py_TYPE(obj)->tp_name, kProtocols[protocol], Py_TYPE(v)->tp_name, want);
+}
+
+/* The result of __tvm_ffi_<protocol>__, checked to be what the protocol
+ * promises: an int (an index, so 2.5 is refused), a real number (an int
+ * becomes a float, as float() would), an FFI object; __tvm_ffi_value__ may
+ * return any convertible value. */
+static int protocol_result_to_any(PyObject* obj, int protocol, PyObject* v, TVMFFIAny* out,
+                                  TempList* temps, Py_ssize_t argpos) {
+  switch (protocol) {
+    case PROTOCOL_OPAQUE_PTR: {
+      void* p = PyLong_AsVoidPtr(v);
+      if (p == NULL && PyErr_Occurred()) return -1;
+      pod_to_any(kTVMFFIOpaquePtr, out);
+      out->v_ptr = p;
+      return 0;
+    }
+    case PROTOCOL_INT: {
+      if (!PyIndex_Check(v)) return bad_protocol_result(obj, protocol, v, "an int", argpos);
+      return index_to_any(v, out, temps);
+    }
+    case PROTOCOL_FLOAT: {
+      if (is_complex_type(Py_TYPE(v))) return bad_protocol_result(obj, protocol, v, "a float", argpos);
+      double d = PyFloat_AsDouble(v);
+      if (d == -1.0 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+        PyErr_Clear();
+        return bad_protocol_result(obj, protocol, v, "a float", argpos);
+      }
+      return float_to_any(d, out);
+    }
+    case PROTOCOL_OBJECT: {
+      int kind = kind_of(Py_TYPE(v));
+      if (kind < 0) return -1;
+      if (kind != K_OBJECT && kind != K_FOREIGN) {
+        return bad_protocol_result(obj, protocol, v, "an FFI object", argpos);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  /* An object or a plain value: keep an owned reference alive for the
+   * duration of the call (an empty Object raises "holds no FFI handle"). */
+  TVMFFIAny owned;
+  if (tvmffi_py_to_owned_any(v, &owned) != 0) return -1;
+  if (owned.type_index >= kTVMFFIStaticObjectBegin && temps_push(temps, owned.v_obj) != 0) {
+    TVMFFIObjectDecRef(owned.v_obj);
+    return -1;
+  }
+  *out = owned;
+  return 0;
+}
+
+/* A value through one of the protocols: `protocol` indexes kProtocols. A
+ * value may answer with another protocol value (__tvm_ffi_value__ returning
+ * itself, or a chain): the depth is bounded like any Python recursion. */
+static int protocol_to_any(PyObject* obj, int protocol, TVMFFIAny* out, TempList* temps,
+                           Py_ssize_t argpos) {
+  if (Py_EnterRecursiveCall(" while converting a __tvm_ffi_*__ protocol value") != 0) return -1;
+  PyObject* v = PyObject_CallMethod(obj, kProtocols[protocol], NULL);
+  int rc = v == NULL ? -1 : protocol_result_to_any(obj, protocol, v, out, temps, argpos);
+  Py_XDECREF(v);
+  Py_LeaveRecursiveCall();
+  return rc;
 }
 
 /* Everything that is not an exact hot type. */
@@ -379,7 +458,7 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
       return unsupported(obj, argpos);
     default:
       if (kind < 0) return -1;
-      return protocol_to_any(obj, kind - K_PROTOCOL, out, temps);
+      return protocol_to_any(obj, kind - K_PROTOCOL, out, temps, argpos);
   }
 }
 

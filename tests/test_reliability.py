@@ -1,0 +1,132 @@
+"""Regression tests of issue 12: nothing a Python user writes may crash the
+process or give a wrong value (protocol results, stale per-type decisions,
+re-initialised objects, lying DLPack producers, custom error classes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tvmffi
+import tvmffi.testing as testing
+
+echo = testing.echo
+
+
+# ---- complex numbers have no FFI value ------------------------------------------------
+@pytest.mark.parametrize("value", [1 + 2j, np.complex128(1 + 2j), np.complex64(1 + 2j)])
+def test_complex_scalars_are_refused_not_truncated(value: Any) -> None:
+    with pytest.raises(TypeError, match=r"argument 0: .*complex"):
+        echo(value)
+
+
+# ---- results of the conversion protocols are checked ----------------------------------
+class FloatProto:
+    def __init__(self, v: Any) -> None:
+        self.v = v
+
+    def __tvm_ffi_float__(self) -> Any:
+        return self.v
+
+
+class IntProto:
+    def __init__(self, v: Any) -> None:
+        self.v = v
+
+    def __tvm_ffi_int__(self) -> Any:
+        return self.v
+
+
+class ObjectProto:
+    def __init__(self, v: Any) -> None:
+        self.v = v
+
+    def __tvm_ffi_object__(self) -> Any:
+        return self.v
+
+
+def test_float_protocol_result_is_a_float() -> None:
+    res = echo(FloatProto(10))
+    assert type(res) is float and res == 10.0
+    assert echo(FloatProto(np.float32(1.5))) == 1.5
+    for bad in ["1.5", None, 1 + 2j, np.complex64(1)]:
+        with pytest.raises(TypeError, match=r"__tvm_ffi_float__\(\) returned .*not a float"):
+            echo(FloatProto(bad))
+
+
+def test_int_protocol_result_is_an_int() -> None:
+    res = echo(IntProto(True))
+    assert type(res) is int and res == 1
+    assert echo(IntProto(np.int16(7))) == 7
+    assert echo(IntProto(2**70)) == 2**70
+    for bad in [2.5, "3", None]:
+        with pytest.raises(TypeError, match=r"argument 0: .*__tvm_ffi_int__\(\) returned"):
+            echo(IntProto(bad))
+
+
+def test_object_protocol_result_is_an_object() -> None:
+    arr = tvmffi.Array([1, 2])
+    assert echo(ObjectProto(arr)).same_as(arr)
+    for bad in [3, "x", [1], None]:
+        with pytest.raises(TypeError, match=r"__tvm_ffi_object__\(\) returned .*not an FFI object"):
+            echo(ObjectProto(bad))
+
+
+class SelfValue:
+    def __tvm_ffi_value__(self) -> Any:
+        return self
+
+
+class Chain:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __tvm_ffi_value__(self) -> Any:
+        return Chain(self.n - 1) if self.n else "end"
+
+
+def test_value_protocol_cycles_raise_recursion_error() -> None:
+    with pytest.raises(RecursionError):
+        echo(SelfValue())
+    with pytest.raises(RecursionError):
+        echo(Chain(100_000))
+    assert echo(Chain(50)) == "end"
+
+
+# ---- per-type decisions follow the class ------------------------------------------------
+def test_class_gaining_dlpack_later_converts() -> None:
+    class Late:
+        pass
+
+    with pytest.raises(TypeError):
+        echo(Late())
+    Late.__dlpack__ = lambda self, **kw: np.arange(3).__dlpack__(**kw)  # type: ignore[attr-defined]
+    Late.__dlpack_device__ = lambda self: (1, 0)  # type: ignore[attr-defined]
+    res = echo(Late())
+    assert isinstance(res, tvmffi.Tensor) and res.shape == (3,)
+
+
+def test_class_losing_call_is_no_longer_wrapped() -> None:
+    class Once:
+        def __call__(self) -> int:
+            return 1
+
+    assert isinstance(echo(Once()), tvmffi.Function)
+    del Once.__call__
+    with pytest.raises(TypeError, match="Once"):
+        echo(Once())
+
+
+def test_base_class_change_reaches_subclasses() -> None:
+    class Base:
+        pass
+
+    class Sub(Base):
+        pass
+
+    with pytest.raises(TypeError):
+        echo(Sub())
+    Base.__tvm_ffi_int__ = lambda self: 5  # type: ignore[attr-defined]
+    assert echo(Sub()) == 5
