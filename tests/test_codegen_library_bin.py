@@ -437,6 +437,85 @@ def test_find_library_bin_bad_files(builder: Builder, tmp_path: Any) -> None:
         find_library_bin(path)
 
 
+# ---- load_module validates the array the runtime trusts ---------------------------------
+EXPORTED_FN = r"""
+__attribute__((visibility("default"))) int __tvm_ffi_f(void* s, const TVMFFIAny* a, int32_t n,
+                                                       TVMFFIAny* r) {
+  (void)s; (void)a; (void)n;
+  r->type_index = kTVMFFINone;
+  return 0;
+}
+"""
+
+TWO_LIBS = u64(4) + b"_lib" + u64(4) + b"_lib"
+
+
+def library_with_bin(builder: Builder, name: str, data: bytes) -> str:
+    """A module library exporting one function and ``data`` as its library bin."""
+    array = ",".join(str(b) for b in data) or "0"
+    source = (
+        "#include <tvm/ffi/c_api.h>\n"
+        f'__attribute__((visibility("default"))) const unsigned char {SYMBOL}[{max(len(data), 1)}]'
+        f" = {{{array}}};\n" + EXPORTED_FN
+    )
+    return builder.compile(name, source)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "match"),
+    [
+        # Module 0 imports module 5 of 2 (the runtime checks this one itself).
+        ("oor", blob(u64(3) + u64(0) + u64(1) + u64(1) + u64(1) + u64(5) + TWO_LIBS),
+         r"child_indices\[0\] = 5 names no module"),
+        # 0 imports 1 imports 0: the runtime's import lookup would recurse forever.
+        ("cycle", blob(u64(3) + u64(0) + u64(1) + u64(2) + u64(2) + u64(1) + u64(0) + TWO_LIBS),
+         "import cycle: module 1 imports module 0"),
+        # indptr ends past the child list: the runtime would read past the array.
+        ("indptr", blob(u64(2) + u64(0) + u64(7) + u64(0) + u64(4) + b"_lib"),
+         r"indptr\[-1\] is 7 but there are 0 child_indices"),
+        # A key longer than the array.
+        ("key", blob(u64(2) + u64(0) + u64(0) + u64(0) + u64(1 << 40) + b"_lib"),
+         "key of module 0 at offset 40 declares 1099511627776 bytes"),
+        # nbytes past the symbol.
+        ("nbytes", u64(1 << 50) + u64(0), "says 1125899906842624 bytes follow its header"),
+    ],
+)
+def test_load_module_rejects_corrupt_library_bin(
+    builder: Builder, name: str, data: bytes, match: str
+) -> None:
+    path = library_with_bin(builder, f"corrupt_{name}", data)
+    expected = rf"cannot load module from .*libcorrupt_{name}\.so: .*{match}"
+    with pytest.raises(ValueError, match=expected):
+        tvmffi.load_module(path)
+    # The command line tool says the same in one line, without a traceback.
+    from tvmffi.__main__ import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["inspect", path]) == 1
+    assert err.getvalue().startswith("error: cannot load module from")
+    assert "Traceback" not in err.getvalue()
+
+
+def test_load_module_accepts_a_valid_library_bin(builder: Builder) -> None:
+    # Module 0 (the library) imports module 1 (the library again): a valid tree.
+    data = blob(u64(3) + u64(0) + u64(1) + u64(1) + u64(1) + u64(1) + TWO_LIBS)
+    mod = tvmffi.load_module(library_with_bin(builder, "valid_bin", data))
+    assert len(mod.imports) == 1
+    assert mod.get_function("missing", query_imports=True) is None
+    assert mod.get_function("f", query_imports=True) is not None
+
+
+def test_corrupt_nested_library_bin_is_rejected(builder: Builder, private_tmp: str) -> None:
+    # The corrupt tree sits in a library embedded in another: the embedded loader
+    # validates it as load_module does, and the outer load fails cleanly.
+    cycle = blob(u64(3) + u64(0) + u64(1) + u64(2) + u64(2) + u64(1) + u64(0) + TWO_LIBS)
+    inner = library_with_bin(builder, "nested_cycle", cycle)
+    outer = builder.outer("outer_of_cycle", [inner])
+    with pytest.raises(ValueError, match="import cycle: module 1 imports module 0"):
+        tvmffi.load_module(outer)
+
+
 # ---- embedding module libraries ------------------------------------------------------
 def test_embed_validates_paths(builder: Builder, tmp_path: Any) -> None:
     missing = str(tmp_path / "nope.so")

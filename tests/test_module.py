@@ -396,3 +396,63 @@ def test_cli_inspect_errors(tmp_path: Any, nosym_path: str) -> None:
     assert "libnosym.so" in proc.stderr
     proc = _run_cli()
     assert proc.returncode != 0
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifo_and_devices_are_refused_at_once(tmp_path: Any) -> None:
+    # Opening a FIFO for reading waits for a writer, and /dev/zero never ends:
+    # both are refused before any read. Should the open block again, a writer
+    # thread unblocks it after 20 s so the test fails instead of hanging.
+    import threading
+
+    from tvmffi.codegen.library_bin import find_library_bin, read_library_bin
+
+    fifo = str(tmp_path / "module.so")
+    os.mkfifo(fifo)
+    done = threading.Event()
+
+    def unblock() -> None:
+        if not done.wait(20):
+            with open(fifo, "wb"):
+                pass
+
+    threading.Thread(target=unblock, daemon=True).start()
+    try:
+        for target in (fifo, "/dev/zero", "/dev/null"):
+            if not os.path.exists(target):
+                continue
+            for load in (tvmffi.load_module, find_library_bin, read_library_bin):
+                with pytest.raises(ValueError, match="is not a regular file"):
+                    load(target)
+        assert not done.is_set()
+    finally:
+        done.set()
+    proc = _run_cli("inspect", fifo)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"error: {fifo} is not a regular file (a FIFO, socket or device)"
+
+
+def test_huge_file_is_not_read_whole(plain_path: str, tmp_path: Any) -> None:
+    # A 64 GiB sparse file: reading it whole would exhaust memory. Only the
+    # headers, the symbol table asked for and its string table are read.
+    import resource
+
+    from tvmffi.codegen.library_bin import find_library_bin
+    from tvmffi.module import _exported_function_names
+
+    huge = tmp_path / "libhuge.so"
+    with open(plain_path, "rb") as f:
+        huge.write_bytes(f.read())
+    with open(huge, "r+b") as f:
+        f.truncate(64 << 30)
+    zeros = tmp_path / "libzeros.so"
+    with open(zeros, "wb") as f:
+        f.truncate(64 << 30)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert _exported_function_names(str(huge)) == ["add_int", "add_one_f32", "raise_error"]
+    assert find_library_bin(huge) is None
+    assert tvmffi.load_module(str(huge)).add_int(2, 3) == 5
+    with pytest.raises(ValueError, match=r"libzeros\.so"):
+        tvmffi.load_module(str(zeros))
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 256 * 1024

@@ -5,19 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .module import _exported_function_names, _load_module, _read_module_file
+from . import _elf
+from .module import _exported_function_names, _load_module, _open_module_file
 
 
 def _inspect(path: str) -> int:
     try:
-        file_name, data = _read_module_file(path)  # read once; each step below uses it
-        mod = _load_module(file_name, data)
-    except (OSError, ValueError) as err:
+        # Opened once (a regular file, read in bounded pieces); each step uses it.
+        with _open_module_file(path) as source:
+            return _inspect_file(path, source)
+    except Exception as err:  # a command line tool reports, it does not print tracebacks
         print(f"error: {err}", file=sys.stderr)
         return 1
+
+
+def _inspect_file(path: str, source: _elf.FileSource) -> int:
+    file_name = source.name
+    mod = _load_module(file_name, source)
     print(f"module: {path}")
     print(f"kind: {mod.kind}")
-    names = _exported_function_names(file_name, data)
+    names = _exported_function_names(file_name, source)
     if names is None:
         print("functions: (symbol table not readable)")
         names = []
@@ -34,11 +41,11 @@ def _inspect(path: str) -> int:
     print(f"imports ({len(imports)}):")
     for sub in imports:
         print(f"  {sub.kind}")
-    _print_library_bin(file_name, data)
+    _print_library_bin(file_name, source)
     return 0
 
 
-def _print_library_bin(file_name: str, data: bytes) -> None:
+def _print_library_bin(file_name: str, data: _elf.Source) -> None:
     """The module tree embedded in the file's ``__tvm_ffi__library_bin``, if any."""
     from .codegen.library_bin import SYMBOL, _read_library_bin
 

@@ -25,6 +25,9 @@ from ._core import Function, Object
 from .function import _cached_global_func
 from .object import _decode_type_schema, _json_object, register_object
 
+if TYPE_CHECKING:
+    from . import _elf
+
 __all__ = [
     "Module",
     "ModulePropertyMask",
@@ -251,20 +254,28 @@ _INTERNAL_PREFIXES = (
 )
 
 
-def _read_file(file_name: str) -> bytes:
-    with open(file_name, "rb") as f:
-        return f.read()
+def _open_file(file_name: str) -> _elf.FileSource:
+    """``file_name`` opened for bounded reads; it must be a regular file.
 
-
-def _elf_dynamic_symbols(path: str, data: bytes | None = None) -> list[str] | None:
-    """Names of defined symbols in an ELF file's ``.dynsym``; ``None`` if not ELF.
-
-    ``data``: the file's contents, when the caller has read them already.
+    FIFOs, sockets and devices (``/dev/zero``) raise ``ValueError`` at once
+    instead of blocking or being read without end.
     """
     from . import _elf  # on first use: it adds ~0.5 ms to `import tvmffi`
 
+    return _elf.open_regular_file(file_name)
+
+
+def _elf_dynamic_symbols(path: str, data: bytes | _elf.Source | None = None) -> list[str] | None:
+    """Names of defined symbols in an ELF file's ``.dynsym``; ``None`` if not ELF.
+
+    ``data``: the file's contents (bytes) or the opened file, when the caller
+    has them already.
+    """
+    from . import _elf
+
     if data is None:
-        data = _read_file(path)
+        with _open_file(path) as source:
+            return _elf_dynamic_symbols(path, source)
     try:
         elf = _elf.parse(data)
         if elf is None:
@@ -274,7 +285,9 @@ def _elf_dynamic_symbols(path: str, data: bytes | None = None) -> list[str] | No
         return None
 
 
-def _exported_function_names(path: str, data: bytes | None = None) -> list[str] | None:
+def _exported_function_names(
+    path: str, data: bytes | _elf.Source | None = None
+) -> list[str] | None:
     """Names ``<name>`` of the ``__tvm_ffi_<name>`` functions a library exports."""
     symbols = _elf_dynamic_symbols(path, data)
     if symbols is None:
@@ -301,13 +314,16 @@ def load_module(path: str | PathLike[str]) -> Module:
     """Load a module from a file (a shared library ``.so``, or a registered format).
 
     Raises ``FileNotFoundError`` for a missing file, ``ValueError`` for a file that
-    is not a loadable library or a library without any ``__tvm_ffi_`` symbol.
+    is not a regular file, not a loadable library, a library without any
+    ``__tvm_ffi_`` symbol, or one whose embedded module tree
+    (``__tvm_ffi__library_bin``) is malformed.
     """
-    return _load_module(*_read_module_file(path))
+    with _open_module_file(path) as source:
+        return _load_module(source.name, source)
 
 
-def _read_module_file(path: str | PathLike[str]) -> tuple[str, bytes]:
-    """``load_module``'s checks of ``path``, then (file name, contents)."""
+def _open_module_file(path: str | PathLike[str]) -> _elf.FileSource:
+    """``load_module``'s checks of ``path``, then the opened file (a context manager)."""
     file_name = os.fspath(path)
     if not isinstance(file_name, str):
         raise TypeError("load_module expects a str path")
@@ -315,19 +331,35 @@ def _read_module_file(path: str | PathLike[str]) -> tuple[str, bytes]:
         raise FileNotFoundError(f"module file not found: {file_name}")
     if os.path.isdir(file_name):
         raise IsADirectoryError(f"module path is a directory: {file_name}")
-    return file_name, _read_file(file_name)
+    return _open_file(file_name)
 
 
-def _load_module(file_name: str, data: bytes) -> Module:
-    """``load_module`` for a file whose contents ``data`` the caller has read already."""
+def _load_module(file_name: str, data: bytes | _elf.Source) -> Module:
+    """``load_module`` for a file whose contents (``data``) the caller has (or has open)."""
     symbols = _elf_dynamic_symbols(file_name, data)
     if symbols is not None:  # unreadable symbols: the runtime's loader decides
         _require_ffi_symbols(file_name, symbols)
+        if _LIBRARY_BIN_SYMBOL in symbols:
+            _check_library_bin(file_name, data)
     try:
         mod: Module = _cached_global_func("ffi.ModuleLoadFromFile")(file_name)
     except Exception as err:  # the runtime reports dlopen failures as InternalError
         raise ValueError(f"cannot load module from {file_name}: {err}") from err
     return mod
+
+
+def _check_library_bin(file_name: str, data: bytes | _elf.Source) -> None:
+    """Validate the embedded module tree with tvmffi's reader before the runtime reads it.
+
+    The runtime trusts the array: an out-of-range child index or an import
+    cycle would make it read out of bounds or recurse without end.
+    """
+    from .codegen.library_bin import _read_library_bin
+
+    try:
+        _read_library_bin(file_name, data)
+    except ValueError as err:
+        raise ValueError(f"cannot load module from {err}") from None
 
 
 def system_lib(prefix: str = "") -> Module:

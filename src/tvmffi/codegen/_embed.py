@@ -29,7 +29,7 @@ import os
 from collections.abc import Sequence
 
 from .. import _elf
-from ..module import _elf_dynamic_symbols, _require_ffi_symbols
+from ..module import _elf_dynamic_symbols, _open_file, _require_ffi_symbols
 from .library_bin import DSO_KIND, LIB_KEY, SYMBOL, LibraryBin, LibraryBinEntry
 
 __all__ = ["embed_library_bin", "library_bin_c_source", "library_bin_to_c"]
@@ -103,8 +103,8 @@ def _read_module_library(file_name: str) -> bytes:
         raise FileNotFoundError(f"library to embed not found: {file_name}")
     if os.path.isdir(file_name):
         raise ValueError(f"library to embed is a directory: {file_name}")
-    with open(file_name, "rb") as f:
-        data = f.read()
+    with _open_file(file_name) as source:  # a regular file (no FIFO, no device)
+        data = source.read_all()
     elf = _elf.parse(data)
     if elf is None:
         raise ValueError(f"{file_name} is not a shared library (not an ELF file)")

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from .. import _elf
 from .._embedded_loader import DSO_KIND
-from ..module import _LIBRARY_BIN_SYMBOL, _read_file
+from ..module import _LIBRARY_BIN_SYMBOL, _open_file
 
 __all__ = [
     "DSO_KIND",
@@ -315,39 +315,47 @@ def find_library_bin(path: str | os.PathLike[str]) -> bytes | None:
     """The raw ``__tvm_ffi__library_bin`` array (header included) of an ELF file, or None.
 
     Works on shared libraries and object files (``.so``/``.o``) of either ELF
-    class and byte order, without loading them. Mach-O and PE files are not
-    parsed: they raise ``ValueError`` like any non-ELF file.
+    class and byte order, without loading them; only the headers, one symbol
+    table and the array itself are read. Mach-O and PE files are not parsed:
+    they raise ``ValueError`` like any non-ELF file (and like a FIFO or device).
     """
     file_name = os.fspath(path)
-    return _find_library_bin(file_name, _read_file(file_name))
+    with _open_file(file_name) as source:
+        return _find_library_bin(file_name, source)
 
 
 def read_library_bin(path: str | os.PathLike[str]) -> LibraryBin | None:
     """Parse the ``__tvm_ffi__library_bin`` of a library file; None when it has none."""
     file_name = os.fspath(path)
-    return _read_library_bin(file_name, _read_file(file_name))
+    with _open_file(file_name) as source:
+        return _read_library_bin(file_name, source)
 
 
-def _find_library_bin(file_name: str, data: bytes) -> bytes | None:
-    """:func:`find_library_bin` of ``file_name``, whose contents the caller has read."""
-    sym = _elf_find_symbol(data, SYMBOL, file_name)
-    if sym is None:
-        return None
-    offset, size = sym
-    if offset + 8 > len(data):
-        raise ValueError(f"{file_name}: {SYMBOL} at file offset {offset} runs past the file end")
-    nbytes = _U64.unpack_from(data, offset)[0]
-    end = offset + 8 + nbytes
-    if end > len(data) or (size and 8 + nbytes > size):
-        raise ValueError(
-            f"{file_name}: {SYMBOL} says {nbytes} bytes follow its header but the "
-            f"symbol holds {max(size - 8, 0)} (file offset {offset})"
-        )
-    return data[offset:end]
+def _find_library_bin(file_name: str, data: bytes | _elf.Source) -> bytes | None:
+    """:func:`find_library_bin` of ``file_name``, whose contents the caller has (or has open)."""
+    elf = _elf.parse(data)
+    if elf is None:
+        raise ValueError(f"{file_name} is not an ELF file")
+    try:
+        found = _find_symbol(elf, SYMBOL)
+        if found is None:
+            return None
+        sec, sym = found
+        offset, room = _symbol_extent(sec, sym, file_name)
+        nbytes = _U64.unpack(elf.read(offset, 8))[0]
+        if 8 + nbytes > room:
+            raise ValueError(
+                f"{file_name}: {SYMBOL} says {nbytes} bytes follow its header but the "
+                f"symbol holds {max(room - 8, 0)} (file offset {offset})"
+            )
+        # Bounded by the symbol's (or its section's) size, itself within the file.
+        return elf.read(offset, 8 + nbytes)
+    except _elf.ElfError as err:
+        raise ValueError(f"{file_name}: malformed ELF headers ({err})") from None
 
 
-def _read_library_bin(file_name: str, data: bytes) -> LibraryBin | None:
-    """:func:`read_library_bin` of ``file_name``, whose contents the caller has read."""
+def _read_library_bin(file_name: str, data: bytes | _elf.Source) -> LibraryBin | None:
+    """:func:`read_library_bin` of ``file_name``, whose contents the caller has (or has open)."""
     raw = _find_library_bin(file_name, data)
     if raw is None:
         return None
@@ -360,31 +368,30 @@ def _read_library_bin(file_name: str, data: bytes) -> LibraryBin | None:
 _SHN_LORESERVE = 0xFF00
 
 
-def _elf_find_symbol(data: bytes, name: str, file_name: str) -> tuple[int, int] | None:
-    """(file offset, st_size) of defined symbol ``name``; None when absent."""
-    elf = _elf.parse(data)
-    if elf is None:
-        raise ValueError(f"{file_name} is not an ELF file")
+def _find_symbol(elf: _elf.ElfFile, name: str) -> tuple[_elf.Section, _elf.Symbol] | None:
+    """The section and entry of defined symbol ``name`` (dynamic table first); None if absent."""
     wanted = name.encode()
-    try:
-        for table in (_elf.SHT_DYNSYM, _elf.SHT_SYMTAB):
-            for sym in elf.defined_symbols(table):
-                if sym.name == wanted:
-                    return _symbol_file_offset(elf.sections, sym, file_name)
-    except _elf.ElfError as err:
-        raise ValueError(f"{file_name}: malformed ELF headers ({err})") from None
+    for table in (_elf.SHT_DYNSYM, _elf.SHT_SYMTAB):
+        for sym in elf.defined_symbols(table):
+            if sym.name == wanted:
+                if sym.shndx >= _SHN_LORESERVE or sym.shndx >= len(elf.sections):
+                    raise _elf.ElfError(
+                        f"{SYMBOL} is not in a regular section (index {sym.shndx:#x})"
+                    )
+                return elf.sections[sym.shndx], sym
     return None
 
 
-def _symbol_file_offset(
-    sections: list[_elf.Section], sym: _elf.Symbol, file_name: str
-) -> tuple[int, int]:
-    if sym.shndx >= _SHN_LORESERVE or sym.shndx >= len(sections):
-        raise ValueError(
-            f"{file_name}: {SYMBOL} is not in a regular section (index {sym.shndx:#x})"
-        )
-    sec = sections[sym.shndx]
+def _symbol_extent(sec: _elf.Section, sym: _elf.Symbol, file_name: str) -> tuple[int, int]:
+    """(file offset, bytes it may span) of the array: the symbol must lie in its section."""
     if sec.type == _elf.SHT_NOBITS:
         raise ValueError(f"{file_name}: {SYMBOL} is in a zero-filled (NOBITS) section")
     # Shared libraries: value is a virtual address; objects: an offset (sh_addr is 0).
-    return sec.offset + (sym.value - sec.addr), sym.size
+    start = sym.value - sec.addr
+    if start < 0 or start + max(sym.size, 8) > sec.size:
+        raise ValueError(
+            f"{file_name}: {SYMBOL} (value {sym.value:#x}, {sym.size} bytes) lies outside "
+            f"its section ({sec.size} bytes at address {sec.addr:#x})"
+        )
+    room = sym.size if sym.size else sec.size - start
+    return sec.offset + start, room
