@@ -128,17 +128,6 @@ static int object_to_any(PyObject* obj, TVMFFIAny* out) {
   return 0;
 }
 
-/* Keep a handle alive until the call returns (we take a new reference). */
-static int borrow_into_temps(TVMFFIObjectHandle h, TVMFFIAny* out, TempList* temps) {
-  TVMFFIObjectIncRef(h);
-  if (temps_push(temps, h) != 0) {
-    TVMFFIObjectDecRef(h);
-    return -1;
-  }
-  set_object(out, h);
-  return 0;
-}
-
 /* Optional conversion protocols shared with the official binding, in the
  * order a type is probed for them. */
 enum {
@@ -220,7 +209,9 @@ typedef enum {
   K_DTYPE,
   K_SEQUENCE,
   K_DICT,
-  K_FOREIGN,
+  K_OFFICIAL_OBJECT, /* the official binding's classes (interop.c) */
+  K_OFFICIAL_TENSOR,
+  K_OFFICIAL_NATIVE,
   K_VOID_P,
   K_CALLABLE,
   K_INDEX,
@@ -230,19 +221,6 @@ typedef enum {
   K_PROTOCOL, /* K_PROTOCOL + i for kProtocols[i] */
 } SlowKind;
 
-static int is_foreign_type(PyTypeObject* tp) {
-  PyObject* mod = PyObject_GetAttrString((PyObject*)tp, "__module__");
-  if (mod == NULL) {
-    PyErr_Clear();
-    return 0;
-  }
-  const char* name = PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
-  int ours = name != NULL && strncmp(name, "tvm_ffi", 7) == 0 && (name[7] == 0 || name[7] == '.');
-  if (name == NULL) PyErr_Clear();
-  Py_DECREF(mod);
-  return ours && PyObject_HasAttrString((PyObject*)tp, "__chandle__");
-}
-
 /* Whether values of `tp` are complex numbers (Python's, NumPy's): no FFI
  * value holds one, and their __float__ would drop the imaginary part. */
 static int is_complex_type(PyTypeObject* tp) {
@@ -251,6 +229,18 @@ static int is_complex_type(PyTypeObject* tp) {
 
 static int classify(PyTypeObject* tp) {
   if (PyType_IsSubtype(tp, &TVMFFIObjectType)) return K_OBJECT;
+  /* Before the builtins (tvm_ffi.Shape is a tuple), the callable and the
+   * DLPack routes: an official object converts by its handle. */
+  switch (tvmffi_official_kind(tp)) {
+    case OFFICIAL_OBJECT:
+      return K_OFFICIAL_OBJECT;
+    case OFFICIAL_TENSOR:
+      return K_OFFICIAL_TENSOR;
+    case OFFICIAL_NATIVE:
+      return K_OFFICIAL_NATIVE;
+    default:
+      break;
+  }
   if (PyType_IsSubtype(tp, &PyLong_Type)) return K_INT;
   if (PyType_IsSubtype(tp, &PyFloat_Type)) return K_FLOAT;
   if (PyType_IsSubtype(tp, &PyUnicode_Type)) return K_STR;
@@ -262,7 +252,6 @@ static int classify(PyTypeObject* tp) {
     return K_SEQUENCE;
   }
   if (PyType_IsSubtype(tp, &PyDict_Type)) return K_DICT;
-  if (is_foreign_type(tp)) return K_FOREIGN;
   for (int i = 0; i < NUM_PROTOCOLS; ++i) {
     if (PyObject_HasAttrString((PyObject*)tp, kProtocols[i])) return K_PROTOCOL + i;
   }
@@ -365,7 +354,7 @@ static int protocol_result_to_any(PyObject* obj, int protocol, PyObject* v, TVMF
     case PROTOCOL_OBJECT: {
       int kind = kind_of(Py_TYPE(v));
       if (kind < 0) return -1;
-      if (kind != K_OBJECT && kind != K_FOREIGN) {
+      if (kind != K_OBJECT && kind != K_OFFICIAL_OBJECT && kind != K_OFFICIAL_TENSOR) {
         return bad_protocol_result(obj, protocol, v, "an FFI object", argpos);
       }
       break;
@@ -401,7 +390,6 @@ static int protocol_to_any(PyObject* obj, int protocol, TVMFFIAny* out, TempList
 /* Everything that is not an exact hot type. */
 static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   int kind = kind_of(Py_TYPE(obj));
-  TVMFFIObjectHandle foreign;
   switch (kind) {
     case K_OBJECT:
       return object_to_any(obj, out);
@@ -428,12 +416,12 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
       return seq_to_array(obj, out, temps, argpos);
     case K_DICT:
       return dict_to_map(obj, out, temps, argpos);
-    case K_FOREIGN: {
-      int found = tvmffi_foreign_object_handle(obj, &foreign);
-      if (found < 0) return -1;
-      if (found > 0) return borrow_into_temps(foreign, out, temps);
-      return unsupported(obj, argpos);
-    }
+    case K_OFFICIAL_OBJECT:
+      return tvmffi_official_to_any(obj, OFFICIAL_OBJECT, out, temps, argpos);
+    case K_OFFICIAL_TENSOR:
+      return tvmffi_official_to_any(obj, OFFICIAL_TENSOR, out, temps, argpos);
+    case K_OFFICIAL_NATIVE:
+      return tvmffi_official_to_any(obj, OFFICIAL_NATIVE, out, temps, argpos);
     case K_VOID_P:
       return void_p_to_any(obj, out);
     case K_CALLABLE:

@@ -15,6 +15,7 @@
  *               live beside it in own_tensor.c, tensor_from_py.c, ndarray.c,
  *               dlpack.c, dlpack_export.c (map in tensor_internal.h)
  *   stream.c    the runtime's per-device environment stream
+ *   interop.c   one object world with the official binding (tvm_ffi)
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
@@ -100,8 +101,9 @@ PyObject* tvmffi_set_object_hooks(PyObject* self, PyObject* args);
 /* Handle of `obj`, known to be an Object; NULL with ValueError "<type> object
  * holds no FFI handle" when it is empty (e.g. a bare tvmffi.Object()). */
 TVMFFIObjectHandle tvmffi_object_handle(PyObject* obj);
-/* Handle of an object of another binding (e.g. tvm_ffi), via __chandle__. */
-int tvmffi_foreign_object_handle(PyObject* obj, TVMFFIObjectHandle* out);
+/* Object.__tvm_ffi_object__(): the official binding's object for the same
+ * handle (interop.c). */
+PyObject* tvmffi_object_to_official(PyObject* self, PyObject* unused);
 
 static inline int tvmffi_is_object(PyObject* o) {
   /* Registered classes mostly derive from Object directly: skip the MRO walk. */
@@ -193,6 +195,24 @@ int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssi
 /* A DLTensor* result or callback argument: a borrowed TensorView (shape and
  * strides copied, data borrowed). */
 PyObject* tvmffi_tensor_view_borrowed(const DLTensor* dl);
+
+/* A DLTensor that a foreign Python object `owner` only borrows (a view the
+ * official binding hands to callbacks): a DLTensor* argument when argpos >= 0,
+ * else a Tensor holding `owner`. NULL, malformed or NULL-data-with-elements
+ * tensors raise ValueError. */
+int tvmffi_dltensor_view_to_any(PyObject* owner, const DLTensor* dl, TVMFFIAny* out,
+                                TempList* temps, Py_ssize_t argpos);
+
+/* ---- interop.c: the official binding's objects ------------------------------- */
+enum { OFFICIAL_NONE = 0, OFFICIAL_OBJECT, OFFICIAL_TENSOR, OFFICIAL_NATIVE };
+/* Which official-binding class `tp` derives from (OFFICIAL_*). */
+int tvmffi_official_kind(PyTypeObject* tp);
+/* An instance of such a class (kind from tvmffi_official_kind): its handle,
+ * referenced by `temps` for the call. */
+int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* temps,
+                           Py_ssize_t argpos);
+/* Register the global function __tvm_ffi_object__ hands objects over with. */
+int tvmffi_interop_init(void);
 
 /* ---- stream.c ------------------------------------------------------------------ */
 int tvmffi_stream_init(PyObject* module);

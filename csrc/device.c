@@ -184,6 +184,9 @@ static PyMethodDef device_methods[] = {
     {"__reduce__", device_reduce, METH_NOARGS, NULL},
     {"_dlpack_pair", device_dlpack_device, METH_NOARGS,
      "(DLPack device type code, index) as in __dlpack_device__."},
+    {"__dlpack_device__", device_dlpack_device, METH_NOARGS,
+     "(DLPack device type code, index): the DLPack device protocol, as the official binding "
+     "reads it."},
     {NULL, NULL, 0, NULL},
 };
 

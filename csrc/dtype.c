@@ -162,6 +162,12 @@ static PyObject* dtype_reduce(PyObject* op, PyObject* unused) {
   return Py_BuildValue("(O(N))", Py_TYPE(op), s);
 }
 
+static PyObject* dtype_dlpack_data_type(PyObject* op, PyObject* unused) {
+  (void)unused;
+  DLDataType t = ((TVMFFIPyDataType*)op)->dtype;
+  return Py_BuildValue("(iii)", (int)t.code, (int)t.bits, (int)t.lanes);
+}
+
 static PyGetSetDef dtype_getset[] = {
     {"code", dtype_get_code, NULL, "DLPack type code (kDLInt=0, kDLUInt=1, kDLFloat=2, ...).",
      NULL},
@@ -173,6 +179,9 @@ static PyGetSetDef dtype_getset[] = {
 
 static PyMethodDef dtype_methods[] = {
     {"__reduce__", dtype_reduce, METH_NOARGS, NULL},
+    {"__dlpack_data_type__", dtype_dlpack_data_type, METH_NOARGS,
+     "(type code, bits, lanes): the DLPack data type protocol, as the official binding reads "
+     "it."},
     {NULL, NULL, 0, NULL},
 };
 

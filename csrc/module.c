@@ -76,7 +76,7 @@ PyMODINIT_FUNC PyInit__core(void) {
       tvmffi_device_init_types(m) < 0 || tvmffi_dtype_init_types(m) < 0 ||
       tvmffi_reflection_init(m) < 0 ||
       tvmffi_tensor_init_types(m) < 0 || tvmffi_stream_init(m) < 0 ||
-      register_env_symbols() < 0) {
+      tvmffi_interop_init() < 0 || register_env_symbols() < 0) {
     Py_DECREF(m);
     return NULL;
   }

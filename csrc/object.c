@@ -281,16 +281,6 @@ PyObject* tvmffi_object_wrap_owned(TVMFFIObjectHandle handle) {
 
 /* Objects of the official tvm_ffi binding expose their handle via
  * __chandle__(); the caller has checked the class comes from that binding. */
-int tvmffi_foreign_object_handle(PyObject* obj, TVMFFIObjectHandle* out) {
-  PyObject* h = PyObject_CallMethod(obj, "__chandle__", NULL);
-  if (h == NULL) return -1;
-  void* ptr = PyLong_AsVoidPtr(h);
-  Py_DECREF(h);
-  if (ptr == NULL) return PyErr_Occurred() ? -1 : 0;
-  *out = ptr;
-  return 1;
-}
-
 /* ---- the Object type ---------------------------------------------------------- */
 TVMFFIObjectHandle tvmffi_object_handle(PyObject* obj) {
   TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
@@ -456,6 +446,8 @@ static PyMethodDef object_methods[] = {
      "Drops GC tracking from subclasses that add no instance state."},
     {"same_as", object_same_as, METH_O, "True if both refer to the same FFI object."},
     {"__chandle__", object_chandle, METH_NOARGS, "The raw object handle as an int."},
+    {"__tvm_ffi_object__", tvmffi_object_to_official, METH_NOARGS,
+     "The official binding's (tvm_ffi) object for the same handle."},
     {"__dir__", object_dir, METH_NOARGS, "Attributes, including reflected fields and methods."},
     {NULL, NULL, 0, NULL},
 };

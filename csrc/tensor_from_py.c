@@ -252,3 +252,44 @@ int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
   if (tensor_handle_from_py(obj, argpos, 0, 0, temps, &h) != 0) return -1;
   return push_tensor(h, out, temps);
 }
+
+/* Whether a borrowed DLTensor can be read at all: a NULL pointer, a negative
+ * rank, missing shape, a negative extent or NULL data under elements would
+ * make the callee read garbage. */
+static int check_borrowed_dl(PyObject* owner, const DLTensor* dl, Py_ssize_t argpos) {
+  const char* tp = Py_TYPE(owner)->tp_name;
+  if (dl == NULL) {
+    return tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' view has no DLTensor", tp);
+  }
+  if (dl->ndim < 0 || (dl->ndim > 0 && dl->shape == NULL)) {
+    return tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' view has a malformed shape (ndim %d)",
+                            tp, dl->ndim);
+  }
+  int empty = 0; /* (the product of the extents may overflow: not computed) */
+  for (int i = 0; i < dl->ndim; ++i) {
+    if (dl->shape[i] < 0) {
+      return tvmffi_arg_error(PyExc_ValueError, argpos,
+                              "'%.200s' view has a negative extent in dimension %d", tp, i);
+    }
+    empty |= dl->shape[i] == 0;
+  }
+  if (dl->data == NULL && !empty) {
+    return tvmffi_arg_error(PyExc_ValueError, argpos,
+                            "'%.200s' view has NULL data but a non-zero size", tp);
+  }
+  return 0;
+}
+
+int tvmffi_dltensor_view_to_any(PyObject* owner, const DLTensor* dl, TVMFFIAny* out,
+                                TempList* temps, Py_ssize_t argpos) {
+  if (check_borrowed_dl(owner, dl, argpos) != 0) return -1;
+  if (argpos >= 0) {
+    out->type_index = kTVMFFIDLTensorPtr;
+    out->zero_padding = 0;
+    out->v_ptr = (void*)dl;
+    return 0;
+  }
+  OwnTensor* t = own_from_dl(dl, owner, 0);
+  if (t == NULL) return -1;
+  return push_tensor(t, out, temps);
+}

@@ -64,6 +64,8 @@ class NativeHelper:
         lib.register_wait_flag.restype = ctypes.c_int
         lib.runtime_version.argtypes = [ctypes.POINTER(ctypes.c_uint)] * 3
         lib.runtime_version.restype = None
+        lib.call_with_dltensor.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong]
+        lib.call_with_dltensor.restype = ctypes.c_int
 
     def call_int(self, fn: tvmffi.Function, x: int, *, spawn: bool) -> dict[str, Any]:
         """Call ``fn(x)`` from C, on a new native thread when ``spawn``."""
@@ -95,6 +97,13 @@ class NativeHelper:
             ctypes.c_void_p(fn.__chandle__()), nthreads, iters, ctypes.byref(total)
         )
         return failures, total.value
+
+    def call_with_dltensor(self, fn: Any, data: int | None, n: int) -> int:
+        """Call ``fn`` (any binding's Function) with a bare 1-d float32 ``DLTensor*``.
+
+        Returns the call's return code (a raised error is dropped).
+        """
+        return int(self.lib.call_with_dltensor(ctypes.c_void_p(fn.__chandle__()), data, n))
 
     def runtime_version(self) -> str:
         parts = [ctypes.c_uint(0) for _ in range(3)]

@@ -231,3 +231,31 @@ int send_signal_after(int sig, int delay_ms) {
   pthread_detach(th);
   return 0;
 }
+
+/* Call fn(DLTensor*) with a 1-d float32 tensor of `n` elements at `data`
+ * (which may be NULL): how a C caller hands a bare view to a callback.
+ * Returns the call's return code (a raised error is dropped). */
+int call_with_dltensor(void* fn, void* data, long long n) {
+  int64_t shape[1] = {n};
+  DLTensor dl = {0};
+  dl.data = data;
+  dl.device.device_type = kDLCPU;
+  dl.ndim = 1;
+  dl.dtype.code = kDLFloat;
+  dl.dtype.bits = 32;
+  dl.dtype.lanes = 1;
+  dl.shape = shape;
+  TVMFFIAny arg = {0};
+  arg.type_index = kTVMFFIDLTensorPtr;
+  arg.v_ptr = &dl;
+  TVMFFIAny result = {0};
+  result.type_index = kTVMFFINone;
+  int rc = TVMFFIFunctionCall(fn, &arg, 1, &result);
+  if (rc == 0 && result.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectDecRef(result.v_obj);
+  if (rc != 0) {
+    TVMFFIObjectHandle err = NULL;
+    TVMFFIErrorMoveFromRaised(&err);
+    if (err != NULL) TVMFFIObjectDecRef(err);
+  }
+  return rc;
+}

@@ -629,10 +629,14 @@ def test_official_binding_interop() -> None:
     r = T.echo(ot)
     assert type(r) is tvmffi.Tensor and r.__chandle__() == ot.__chandle__()
     assert tvmffi.from_dlpack(ot).data_ptr == a.ctypes.data
-    # our Tensor passed to an official function comes back as ours, zero-copy
+    # our Tensor passed to an official function is the same FFI object there
+    # (__tvm_ffi_object__, which the official binding prefers to the DLPack
+    # exchange API): it comes back as the official Tensor of the same handle
     o_echo = tvm_ffi.get_global_func("testing.echo")
     back = o_echo(t)
-    assert back.data_ptr == a.ctypes.data
+    assert isinstance(back, tvm_ffi.Tensor) and back.__chandle__() == t.__chandle__()
+    assert back.data_ptr() == a.ctypes.data
+    assert T.echo(back).same_as(t)
     assert tvmffi.from_dlpack(back).data_ptr == a.ctypes.data
     np.from_dlpack(back)[0] = 77
     assert a[0] == 77
