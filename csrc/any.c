@@ -34,6 +34,11 @@ static int unsupported(PyObject* obj, Py_ssize_t argpos) {
                           Py_TYPE(obj)->tp_name);
 }
 
+/* _OPAQUE_PTR_HANDLERS: exact class -> callable returning an address. Filled by
+ * applications at setup (official name and semantics); looked up per value, so
+ * entries added or removed later take effect. */
+static PyObject* g_opaque_ptr_handlers;
+
 static void set_object(TVMFFIAny* out, TVMFFIObjectHandle h) {
   out->type_index = tvmffi_type_index_of(h);
   out->zero_padding = 0;
@@ -183,6 +188,87 @@ static int index_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps) {
   return rc;
 }
 
+/* Keep an owned handle alive until the call returns (temps take our reference). */
+static int own_into_temps(TVMFFIObjectHandle h, TVMFFIAny* out, TempList* temps) {
+  if (temps_push(temps, h) != 0) {
+    TVMFFIObjectDecRef(h);
+    return -1;
+  }
+  set_object(out, h);
+  return 0;
+}
+
+/* A __cuda_stream__ producer: the protocol returns (version, handle). */
+static int cuda_stream_to_any(PyObject* obj, TVMFFIAny* out, Py_ssize_t argpos) {
+  PyObject* t = PyObject_CallMethod(obj, "__cuda_stream__", NULL);
+  if (t == NULL) return -1;
+  int rc = -1;
+  if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < 2) {
+    tvmffi_arg_error(PyExc_TypeError, argpos, "__cuda_stream__() of '%.200s' must return a "
+                     "(version, handle) tuple", Py_TYPE(obj)->tp_name);
+  } else {
+    void* p = PyLong_AsVoidPtr(PyTuple_GET_ITEM(t, 1));
+    if (p != NULL || !PyErr_Occurred()) {
+      pod_to_any(kTVMFFIOpaquePtr, out);
+      out->v_ptr = p;
+      rc = 0;
+    }
+  }
+  Py_DECREF(t);
+  return rc;
+}
+
+/* An exception argument travels as the FFI error object (ffi.Error) that
+ * tvmffi.error._convert_to_ffi_error makes of it. */
+static int exception_to_any(PyObject* exc, TVMFFIAny* out, TempList* temps) {
+  static PyObject* hook;
+  if (hook == NULL) {
+    PyObject* mod = PyImport_ImportModule("tvmffi.error");
+    if (mod == NULL) return -1;
+    hook = PyObject_GetAttrString(mod, "_convert_to_ffi_error");
+    Py_DECREF(mod);
+    if (hook == NULL) return -1;
+  }
+  PyObject* err = PyObject_CallOneArg(hook, exc);
+  if (err == NULL) return -1;
+  int rc = -1;
+  if (tvmffi_is_object(err)) {
+    TVMFFIObjectHandle h = tvmffi_object_handle(err);
+    rc = h == NULL ? -1 : borrow_into_temps(h, out, temps);
+  } else {
+    PyErr_SetString(PyExc_TypeError, "_convert_to_ffi_error did not return an FFI object");
+  }
+  Py_DECREF(err);
+  return rc;
+}
+
+/* Anything no conversion claims: an exception becomes an FFI error, a class
+ * with an _OPAQUE_PTR_HANDLERS entry an opaque pointer, and every other
+ * object an opaque Python object (returned to Python as the object itself),
+ * as the official binding does. */
+static int fallback_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  if (PyExceptionInstance_Check(obj)) return exception_to_any(obj, out, temps);
+  PyObject* handler = PyDict_GetItemWithError(g_opaque_ptr_handlers, (PyObject*)Py_TYPE(obj));
+  if (handler != NULL) {
+    PyObject* addr = PyObject_CallOneArg(handler, obj);
+    if (addr == NULL) return -1;
+    void* p = PyLong_Check(addr) ? PyLong_AsVoidPtr(addr) : NULL;
+    if (!PyLong_Check(addr)) {
+      tvmffi_arg_error(PyExc_TypeError, argpos, "opaque pointer handler of '%.200s' returned "
+                       "'%.200s', not an int", Py_TYPE(obj)->tp_name, Py_TYPE(addr)->tp_name);
+    }
+    Py_DECREF(addr);
+    if (p == NULL && PyErr_Occurred()) return -1;
+    pod_to_any(kTVMFFIOpaquePtr, out);
+    out->v_ptr = p;
+    return 0;
+  }
+  if (PyErr_Occurred()) return -1;
+  TVMFFIObjectHandle h;
+  if (tvmffi_opaque_py_create(obj, &h) != 0) return -1;
+  return own_into_temps(h, out, temps);
+}
+
 static int callable_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps) {
   TVMFFIObjectHandle f;
   if (tvmffi_callback_create(obj, &f) != 0) return -1;
@@ -198,7 +284,8 @@ static int callable_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps) {
 /* How values of a given Python type convert. Deciding it may need attribute
  * lookups, so the decision is made once per type and cached. */
 typedef enum {
-  K_UNSUPPORTED = 0,
+  K_OPAQUE = 0, /* no conversion claims it: an opaque Python object */
+  K_UNSUPPORTED, /* refused (complex numbers: see is_complex_type) */
   K_OBJECT,
   K_INT,
   K_FLOAT,
@@ -218,6 +305,7 @@ typedef enum {
   K_FLOAT_LIKE,
   K_BOOL_LIKE,
   K_TENSOR,
+  K_CUDA_STREAM,
   K_PROTOCOL, /* K_PROTOCOL + i for kProtocols[i] */
 } SlowKind;
 
@@ -252,6 +340,8 @@ static int classify(PyTypeObject* tp) {
     return K_SEQUENCE;
   }
   if (PyType_IsSubtype(tp, &PyDict_Type)) return K_DICT;
+  if (PyObject_HasAttrString((PyObject*)tp, "__tvm_ffi_object__")) return K_PROTOCOL;
+  if (PyObject_HasAttrString((PyObject*)tp, "__cuda_stream__")) return K_CUDA_STREAM;
   for (int i = 0; i < NUM_PROTOCOLS; ++i) {
     if (PyObject_HasAttrString((PyObject*)tp, kProtocols[i])) return K_PROTOCOL + i;
   }
@@ -267,7 +357,7 @@ static int classify(PyTypeObject* tp) {
   }
   if (tp->tp_as_number != NULL && tp->tp_as_number->nb_index != NULL) return K_INDEX;
   if (tp->tp_as_number != NULL && tp->tp_as_number->nb_float != NULL) return K_FLOAT_LIKE;
-  return K_UNSUPPORTED;
+  return K_OPAQUE;
 }
 
 /* Direct-mapped cache; entries own a reference to their type so a freed and
@@ -442,6 +532,10 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
     }
     case K_TENSOR:
       return tvmffi_tensor_to_any(obj, out, temps, argpos);
+    case K_CUDA_STREAM:
+      return cuda_stream_to_any(obj, out, argpos);
+    case K_OPAQUE:
+      return fallback_to_any(obj, out, temps, argpos);
     case K_UNSUPPORTED:
       return unsupported(obj, argpos);
     default:
@@ -576,4 +670,24 @@ PyObject* tvmffi_any_to_py_borrowed(const TVMFFIAny* value) {
   TVMFFIAny copy = *value;
   if (copy.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectIncRef(copy.v_obj);
   return tvmffi_any_to_py_owned(&copy);
+}
+
+/* _convert(value): the FFI value a call would receive, back as Python. */
+static PyObject* py_convert(PyObject* self, PyObject* value) {
+  (void)self;
+  TVMFFIAny any;
+  if (tvmffi_py_to_owned_any(value, &any) != 0) return NULL;
+  return tvmffi_any_to_py_owned(&any);
+}
+
+static PyMethodDef any_methods[] = {
+    {"_convert", py_convert, METH_O, "The FFI value a call would receive, as a Python object."},
+    {NULL, NULL, 0, NULL},
+};
+
+int tvmffi_any_init(PyObject* module) {
+  g_opaque_ptr_handlers = PyDict_New();
+  if (g_opaque_ptr_handlers == NULL) return -1;
+  if (PyModule_AddObjectRef(module, "_OPAQUE_PTR_HANDLERS", g_opaque_ptr_handlers) < 0) return -1;
+  return PyModule_AddFunctions(module, any_methods);
 }

@@ -67,6 +67,8 @@ PyObject* tvmffi_any_to_py_owned(TVMFFIAny* value);
 PyObject* tvmffi_any_to_py_borrowed(const TVMFFIAny* value);
 /* Release whatever an owned Any holds. */
 void tvmffi_any_release(TVMFFIAny* value);
+/* _convert and _OPAQUE_PTR_HANDLERS on the module. */
+int tvmffi_any_init(PyObject* module);
 
 /* ---- strbytes.c ------------------------------------------------------------ */
 int tvmffi_str_to_any(PyObject* s, TVMFFIAny* out, TempList* temps);
@@ -152,6 +154,8 @@ void tvmffi_discard_ffi_error(void);
 /* Take the pending Python exception (normalized, traceback attached); NULL if none. */
 PyObject* tvmffi_fetch_exception(void);
 int tvmffi_error_init(PyObject* module);
+/* error_object.c: accessors of ffi.Error objects (tvmffi.core.Error). */
+int tvmffi_error_object_init(PyObject* module);
 PyObject* tvmffi_set_error_hooks(PyObject* self, PyObject* args);
 
 /* ---- device.c / dtype.c ---------------------------------------------------- */

@@ -50,32 +50,33 @@ static void raise_instance(PyObject* exc) {
   PyErr_Restore(Py_NewRef(PyExceptionInstance_Class(exc)), Py_NewRef(exc), tb);
 }
 
-static void raise_from_cell(const TVMFFIErrorCell* cell) {
-  PyObject* exc = carried_exception(cell);
-  if (exc != NULL) {
-    raise_instance(exc);
+/* The hook gets the error object (wrapped; it becomes the exception's
+ * __tvm_ffi_error__) and the exception a callback raised, if the error carries
+ * one, and returns the exception to raise. */
+static void raise_from_error(TVMFFIObjectHandle err) {
+  const TVMFFIErrorCell* cell = tvmffi_cell(err);
+  if (g_from_ffi == NULL) {
+    PyObject* kind = text(&cell->kind);
+    PyObject* msg = text(&cell->message);
+    if (kind && msg) PyErr_Format(PyExc_RuntimeError, "%U: %U", kind, msg);
+    Py_XDECREF(kind);
+    Py_XDECREF(msg);
     return;
   }
-  PyObject* kind = text(&cell->kind);
-  PyObject* msg = text(&cell->message);
-  PyObject* bt = text(&cell->backtrace);
-  PyObject* made = NULL;
-  if (kind && msg && bt && g_from_ffi) {
-    made = PyObject_CallFunctionObjArgs(g_from_ffi, kind, msg, bt, NULL);
-  } else if (kind && msg && bt) {
-    PyErr_Format(PyExc_RuntimeError, "%U: %U", kind, msg);
+  PyObject* carried = carried_exception(cell);
+  TVMFFIObjectIncRef(err);
+  PyObject* wrapped = tvmffi_object_wrap_owned(err);
+  if (wrapped == NULL) return;
+  PyObject* made =
+      PyObject_CallFunctionObjArgs(g_from_ffi, wrapped, carried ? carried : Py_None, NULL);
+  Py_DECREF(wrapped);
+  if (made == NULL) return;
+  if (PyExceptionInstance_Check(made)) {
+    raise_instance(made);
+  } else {
+    PyErr_Format(PyExc_TypeError, "error hook returned a non-exception %R", made);
   }
-  if (made != NULL) {
-    if (PyExceptionInstance_Check(made)) {
-      raise_instance(made);
-    } else {
-      PyErr_Format(PyExc_TypeError, "error hook returned a non-exception %R", made);
-    }
-    Py_DECREF(made);
-  }
-  Py_XDECREF(kind);
-  Py_XDECREF(msg);
-  Py_XDECREF(bt);
+  Py_DECREF(made);
 }
 
 void tvmffi_discard_ffi_error(void) {
@@ -114,7 +115,7 @@ PyObject* tvmffi_raise_ffi_error(void) {
       PyErr_SetString(PyExc_RuntimeError, "TVM FFI reported an already-set Python error");
     }
   } else {
-    raise_from_cell(cell);
+    raise_from_error(err);
   }
   TVMFFIObjectDecRef(err);
   return NULL;

@@ -101,9 +101,20 @@ def test_result_containers_and_functions():
     assert type(ptr) is ctypes.c_void_p and ptr.value == 99
 
 
-def test_unconvertible_result_raises_type_error():
-    with pytest.raises(TypeError, match="object"):
-        apply(lambda: object())
+def test_opaque_result_comes_back_as_itself():
+    # As with the official binding: a result with no FFI conversion travels
+    # as an opaque object and is the same Python object on the other side.
+    value = object()
+    assert apply(lambda: value) is value
+
+
+def test_failing_result_conversion_raises_its_error():
+    class Failing:
+        def __tvm_ffi_int__(self):
+            raise TypeError("Failing cannot convert")
+
+    with pytest.raises(TypeError, match="Failing cannot convert"):
+        apply(lambda: Failing())
 
 
 def test_callback_keeps_arguments_beyond_the_call():

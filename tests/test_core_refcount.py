@@ -188,9 +188,16 @@ def test_errors_do_not_leak_arguments():
     assert sys.getrefcount(boom) == before_cb
 
 
+class _Failing:
+    """Conversion raises (through the __tvm_ffi_int__ protocol)."""
+
+    def __tvm_ffi_int__(self):
+        raise TypeError("_Failing cannot convert")
+
+
 def test_conversion_failure_does_not_leak():
     item = "string item that is long enough to be heap allocated"
-    lst = [item, object()]
+    lst = [item, _Failing()]
     gc.collect()
     before = sys.getrefcount(item)
     for _ in range(2000):
@@ -208,6 +215,6 @@ def test_failed_many_argument_call_does_not_leak():
     before = sys.getrefcount(item)
     for _ in range(2000):
         with pytest.raises(TypeError):
-            nop(*([item] * 12), [item], object())
+            nop(*([item] * 12), [item], _Failing())
     gc.collect()
     assert sys.getrefcount(item) == before

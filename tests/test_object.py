@@ -417,10 +417,17 @@ def test_shape() -> None:
 
 
 def test_bad_container_input() -> None:
+    class Failing:
+        def __tvm_ffi_int__(self) -> int:
+            raise TypeError("Failing cannot convert")
+
     with pytest.raises(TypeError):
-        Array([object()])
+        Array([Failing()])
     with pytest.raises(TypeError):
-        Map({"a": object()})
+        Map({"a": Failing()})
+    # A plain Python object is stored as an opaque object (official behaviour).
+    value = object()
+    assert Array([value])[0] is value
 
 
 # ---- crossing to the official binding -----------------------------------------

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 # isort: off
 from . import _lib  # must load libtvm_ffi before the extension is imported
+
 # isort: on
-from . import _core
+# ---- registry, conversion, errors, support modules (official names; w13c) -------
+from . import _core, core, libinfo, registry, utils
+from ._convert import convert, convert_func
 from ._core import Object
 from .container import Array, Dict, List, Map, Shape
 from .device import Device, cpu, cuda, metal, opencl, rocm, vulkan
 from .dtype import DataType
 from .error import Error, register_error
-from .function import (
-    Function,
-    get_global_func,
-    list_global_func_names,
-    register_global_func,
-    to_function,
-)
+from .function import Function, to_function
 from .module import Module, ModulePropertyMask, load_module, system_lib
 from .object import (
     MISSING,
@@ -31,8 +28,18 @@ from .object import (
     type_index,
     type_key,
 )
+from .registry import (
+    get_global_func,
+    get_global_func_metadata,
+    init_ffi_api,
+    list_global_func_names,
+    register_global_func,
+    remove_global_func,
+)
 from .stream import current_stream, use_stream
 from .tensor import Tensor, TensorView, from_dlpack
+
+# ---- end w13c block ---------------------------------------------------------------
 
 __version__ = "0.1.0"
 
@@ -67,15 +74,21 @@ __all__ = [
     "TensorView",
     "TypeInfo",
     "__version__",
+    "convert",
+    "convert_func",
+    "core",
     "cpu",
     "cuda",
     "current_stream",
     "from_dlpack",
     "get_fields",
     "get_global_func",
+    "get_global_func_metadata",
     "get_methods",
     "get_type_info",
+    "init_ffi_api",
     "lib_path",
+    "libinfo",
     "list_global_func_names",
     "load_module",
     "metal",
@@ -83,6 +96,8 @@ __all__ = [
     "register_error",
     "register_global_func",
     "register_object",
+    "registry",
+    "remove_global_func",
     "rocm",
     "system_lib",
     "to_function",
@@ -90,6 +105,7 @@ __all__ = [
     "type_index",
     "type_key",
     "use_stream",
+    "utils",
     "vulkan",
 ]
 

@@ -34,8 +34,8 @@ import atexit
 import contextlib
 import os
 
-from .function import register_global_func
 from .module import Module, _load_module
+from .registry import get_global_func, register_global_func
 
 DSO_KIND = "tvmffi_dso"
 """Kind of a module entry whose payload is a whole shared-library file."""
@@ -104,9 +104,11 @@ def _remove_leftovers() -> None:
 
 def register() -> bool:
     """Register :data:`LOADER_NAME` unless some loader of that name exists; True if it did."""
+    if get_global_func(LOADER_NAME, allow_missing=True) is not None:
+        return False  # the name is taken (another tvmffi copy, another runtime): keep theirs
     try:
         register_global_func(LOADER_NAME, load_dso_from_bytes)
-    except ValueError:  # the name is taken (another tvmffi copy, another runtime): keep theirs
+    except RuntimeError:  # taken in between
         return False
     return True
 

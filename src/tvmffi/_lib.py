@@ -23,7 +23,13 @@ from types import ModuleType
 _loaded: dict[str, ctypes.CDLL] = {}
 
 
+@functools.cache
 def _package_dir() -> str:
+    """Directory of the installed ``apache-tvm-ffi`` package (``.../site-packages/tvm_ffi``).
+
+    Found once, when tvmffi is imported (before anything may answer ``tvm_ffi``
+    with another package), and kept.
+    """
     spec = importlib.util.find_spec("tvm_ffi")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("tvmffi needs the apache-tvm-ffi package (pip install apache-tvm-ffi)")
@@ -72,3 +78,8 @@ def testing_lib_path() -> str:
 
 
 load_library(lib_path())
+_package_dir()
+# The official binding's core links libtvm_ffi_testing, so the ``testing.*``
+# globals exist as soon as it is imported; code written against it relies on
+# that (about 2 ms).
+load_library(testing_lib_path())

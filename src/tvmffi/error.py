@@ -6,19 +6,24 @@ kind; every such class is also a :class:`tvmffi.Error`. Going out of Python (an
 exception raised in a callback) it keeps the exception's kind, message and
 traceback, and the exception object itself travels with the error so the same
 exception is raised again when the error comes back to Python.
+
+Every exception coming from the FFI carries the runtime's error object as
+``__tvm_ffi_error__`` (a :class:`ErrorObject`, ``tvmffi.core.Error``, with
+``kind``, ``message`` and ``backtrace``), as in the official binding.
 """
 
 from __future__ import annotations
 
 import builtins
 import traceback
-from collections.abc import Callable
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from . import _core
+from ._core import Object
+from .object import register_object
 
-__all__ = ["Error", "register_error"]
+__all__ = ["Error", "ErrorObject", "register_error"]
 
 
 class Error(Exception):
@@ -28,6 +33,59 @@ class Error(Exception):
     """
 
     kind: str = "Error"
+
+
+@register_object("ffi.Error")
+class ErrorObject(Object):
+    """The runtime's error object (``ffi.Error``); ``tvmffi.core.Error`` in official terms.
+
+    ``ErrorObject(kind, message, backtrace)`` makes one. An exception raised by
+    an FFI call holds its error object as ``__tvm_ffi_error__``.
+    """
+
+    def __init__(self, kind: str, message: str, backtrace: str) -> None:
+        _core._error_init(self, kind, message, backtrace)
+
+    @property
+    def kind(self) -> str:
+        """The error kind, e.g. ``"ValueError"``."""
+        kind: str = _core._error_fields(self)[0]
+        return kind
+
+    @property
+    def message(self) -> str:
+        """The error message."""
+        message: str = _core._error_fields(self)[1]
+        return message
+
+    @property
+    def backtrace(self) -> str:
+        """The backtrace, innermost frame first (the runtime's convention)."""
+        backtrace: str = _core._error_fields(self)[2]
+        return backtrace
+
+    @property
+    def extra_context(self) -> Any:
+        """The payload attached to the error (e.g. the Python exception it came from), or None."""
+        return _core._error_extra_context(self)
+
+    def update_backtrace(self, backtrace: str) -> None:
+        """Replace the stored backtrace with ``backtrace``."""
+        _core._error_update_backtrace(self, backtrace)
+
+    def py_error(self) -> BaseException:
+        """The Python exception for this error (its class chosen by kind)."""
+        return _from_ffi(self, None)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # By value: an error is its three strings (extra_context is dropped).
+        if self.__chandle__() == 0:
+            return (_empty_error, ())
+        return (ErrorObject, _core._error_fields(self))
+
+
+def _empty_error() -> ErrorObject:
+    return ErrorObject.__new__(ErrorObject)
 
 
 _KIND_TO_CLASS: dict[str, type[BaseException]] = {}
@@ -49,20 +107,29 @@ _E = TypeVar("_E", bound=type[BaseException])
 
 
 def register_error(
-    kind: str, cls: type[BaseException] | None = None
-) -> Callable[[_E], _E] | type[BaseException]:
-    """Map the FFI error kind ``kind`` to the exception class ``cls``.
+    name_or_cls: str | type[BaseException] | None = None,
+    cls: type[BaseException] | None = None,
+) -> Any:
+    """Map an FFI error kind to a Python exception class (official signature).
 
-    Errors of that kind raised on the FFI side surface as ``cls``; ``cls``
-    raised in a Python callback crosses as that kind. With ``cls`` omitted it is
-    a class decorator.
+    ``register_error("Kind", Cls)`` maps kind ``"Kind"`` to ``Cls``;
+    ``register_error(Cls)`` and ``@register_error`` use the class name as the
+    kind; ``@register_error("Kind")`` and ``@register_error()`` are decorators.
+    Errors of that kind raised on the FFI side surface as the class; the class
+    raised in a Python callback crosses as that kind. Returns the class (or the
+    decorator).
     """
-    if not isinstance(kind, str) or not kind:
-        raise TypeError("error kind must be a non-empty str")
+    if isinstance(name_or_cls, type):
+        cls = name_or_cls
+        name_or_cls = cls.__name__
+    if name_or_cls is not None and (not isinstance(name_or_cls, str) or not name_or_cls):
+        raise TypeError("error kind must be a non-empty str or an exception class")
+    kind_given: str | None = name_or_cls
 
     def register(klass: _E) -> _E:
         if not (isinstance(klass, type) and issubclass(klass, BaseException)):
             raise TypeError(f"{klass!r} is not an exception class")
+        kind = kind_given if kind_given is not None else klass.__name__
         _KIND_TO_CLASS[kind] = klass
         _CLASS_TO_KIND[klass] = kind
         return klass
@@ -86,6 +153,10 @@ for _name in _BUILTIN_KINDS:
     _CLASS_TO_KIND[getattr(builtins, _name)] = _name
     _CLASS_TO_KIND[_cls] = _name
 
+# An unknown kind raises a RuntimeError, as in the official binding (here also
+# a tvmffi.Error whose .kind is the unknown kind).
+_UNKNOWN_KIND: type[BaseException] = _KIND_TO_CLASS["RuntimeError"]
+
 
 def _backtrace_note(backtrace: str) -> str | None:
     # The runtime stores the most recent call first; show it Python-style.
@@ -95,12 +166,24 @@ def _backtrace_note(backtrace: str) -> str | None:
     return "FFI backtrace (most recent call last):\n" + "\n".join(reversed(lines))
 
 
-def _from_ffi(kind: str, message: str, backtrace: str) -> BaseException:
-    """Build the Python exception for an FFI error (called from C)."""
-    cls = _KIND_TO_CLASS.get(kind, Error)
+def _from_ffi(error: ErrorObject, carried: BaseException | None) -> BaseException:
+    """The Python exception for an FFI error object (called from C).
+
+    ``carried`` is the exception a Python callback raised, when the error
+    carries one: it is raised again as it is, its ``__tvm_ffi_error__`` (if
+    any) taking the backtrace the error gathered on the way.
+    """
+    if carried is not None:
+        ffi_error = getattr(carried, "__tvm_ffi_error__", None)
+        if isinstance(ffi_error, ErrorObject) and not ffi_error.same_as(error):
+            ffi_error.update_backtrace(error.backtrace)
+        return carried
+    kind, message, backtrace = _core._error_fields(error)
+    cls = _KIND_TO_CLASS.get(kind, _UNKNOWN_KIND)
     exc = cls(message)
-    if cls is Error or isinstance(exc, Error):
-        exc.kind = kind  # type: ignore[attr-defined]
+    if isinstance(exc, Error):
+        exc.kind = kind
+    exc.__tvm_ffi_error__ = error  # type: ignore[attr-defined]
     note = _backtrace_note(backtrace)
     if note is not None:
         _add_note(exc, note)
@@ -136,11 +219,39 @@ def _format_backtrace(tb: TracebackType | None) -> str:
 
 
 def _to_ffi(exc: BaseException) -> tuple[str, str, str]:
-    """Describe a Python exception as (kind, message, backtrace) (called from C)."""
+    """Describe a Python exception as (kind, message, backtrace) (called from C).
+
+    The backtrace is, innermost first, that of the FFI error the exception came
+    from (``__tvm_ffi_error__``), the exception's Python traceback and the
+    native stack where it enters the FFI.
+    """
+    ffi_error = getattr(exc, "__tvm_ffi_error__", None)
+    backtrace = _format_backtrace(exc.__traceback__) + _core._c_backtrace()
+    if isinstance(ffi_error, ErrorObject):
+        kind, message, earlier = _core._error_fields(ffi_error)
+        backtrace = earlier + backtrace
+        ffi_error.update_backtrace(backtrace)
+        return kind, message, backtrace
     # KeyError's str() is the repr of its key; the FFI message is the key text.
     keyerror = isinstance(exc, builtins.KeyError) and len(exc.args) == 1
     message = str(exc.args[0]) if keyerror else str(exc)
-    return _kind_of(exc), message, _format_backtrace(exc.__traceback__)
+    return _kind_of(exc), message, backtrace
+
+
+def _convert_to_ffi_error(exc: BaseException) -> ErrorObject:
+    """The FFI error object of a Python exception, its traceback added to the backtrace.
+
+    An exception that came from the FFI gives its own ``__tvm_ffi_error__``
+    (updated); any other a new error of the exception's kind and message.
+    """
+    ffi_error = getattr(exc, "__tvm_ffi_error__", None)
+    py_backtrace = _format_backtrace(exc.__traceback__)
+    if isinstance(ffi_error, ErrorObject):
+        ffi_error.update_backtrace(ffi_error.backtrace + py_backtrace)
+        return ffi_error
+    keyerror = isinstance(exc, builtins.KeyError) and len(exc.args) == 1
+    message = str(exc.args[0]) if keyerror else str(exc)
+    return ErrorObject(_kind_of(exc), message, py_backtrace)
 
 
 _core.set_error_hooks(_from_ffi, _to_ffi)

@@ -8,8 +8,9 @@ attribute, e.g. ``tvmffi.testing.echo``.
 
 from __future__ import annotations
 
+from ._core import Function
 from ._lib import load_library, testing_lib_path
-from .function import Function, get_global_func
+from .registry import get_global_func
 
 load_library(testing_lib_path())
 
