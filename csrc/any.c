@@ -234,7 +234,10 @@ static int exception_to_any(PyObject* exc, TVMFFIAny* out, TempList* temps) {
   int rc = -1;
   if (tvmffi_is_object(err)) {
     TVMFFIObjectHandle h = tvmffi_object_handle(err);
-    rc = h == NULL ? -1 : borrow_into_temps(h, out, temps);
+    if (h != NULL) {
+      TVMFFIObjectIncRef(h); /* the temporaries own this reference until the call returns */
+      rc = own_into_temps(h, out, temps);
+    }
   } else {
     PyErr_SetString(PyExc_TypeError, "_convert_to_ffi_error did not return an FFI object");
   }

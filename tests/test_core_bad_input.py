@@ -24,7 +24,7 @@ class BadHandled:
 
 @pytest.mark.parametrize(
     "value",
-    [object(), {1, 2}, frozenset(), Opaque(), 1 + 2j, iter([1]), range(3)],
+    [object(), {1, 2}, frozenset(), Opaque(), iter([1]), range(3)],
     ids=lambda v: type(v).__name__,
 )
 @pytest.mark.parametrize("position", [0, 1, 3, 9])
