@@ -239,8 +239,13 @@ def test_signature_str() -> None:
         (lambda: Signature("f g", []), "C identifier"),
         (lambda: Signature("f", [1]), "Tensor, Scalar or EnvStream"),
         (lambda: Signature("f", "x"), "sequence"),
-        (lambda: emit_c(Signature("f", []), "sig"), "collides"),
-        (lambda: emit_c(Signature("f", []), "t0"), "collides"),
+        # Values the generated int64_t C cannot hold (2**70 used to reach the compiler).
+        (lambda: Var("n", divisibility=2**70), "below 2**63"),
+        (lambda: Var("n", divisibility=2**63), "below 2**63"),
+        (lambda: Tensor("x", [n], "float32", data_alignment=2**63), "below 2**63"),
+        (lambda: Tensor("x", [n], "float32", data_alignment=2**70), "below 2**63"),
+        (lambda: Tensor("x", [n], "float32", strides=[2**63]), "int64"),
+        (lambda: Tensor("x", [n], "float32", strides=[-(2**63) - 1]), "int64"),
         (lambda: emit_c(Signature("f", []), "not valid"), "C identifier"),
     ],
 )
@@ -808,7 +813,17 @@ def test_cuda_spec_emits_device_and_stream_checks() -> None:
     src = emit_c(CUDA_SIG, "cuda_scale_k")
     assert "device.device_type != 2" in src
     assert "TVMFFIEnvGetStream(t0->device.device_type, t0->device.device_id)" in src
-    assert "int cuda_scale_k(float* x, float alpha, int64_t n, void* stream);" in src
+    # The kernel is declared unnamed-parameter, under a mangled C name bound to its
+    # symbol; the prototype with the user's names is the documented one (metadata).
+    assert (
+        'int tvmffi_cg_kernel_cuda_scale(float*, float, int64_t, void*) '
+        'TVMFFI_CG_SYMBOL("cuda_scale_k");' in src
+    )
+    assert "int cuda_scale_k(float*, float, int64_t, void*);" in src  # no asm labels
+    assert (
+        codegen._emit.kernel_prototype(CUDA_SIG, "cuda_scale_k")
+        == "int cuda_scale_k(float* x, float alpha, int64_t n, void* stream)"
+    )
 
 
 @pytest.fixture(scope="module")

@@ -383,11 +383,16 @@ def inline(
     if not isinstance(body, str):
         raise TypeError(f"inline expects the kernel body as a str, not {type(body).__name__}")
     kernel = f"{signature.name}_kernel"
+    # A parameter may share its name with a macro of these headers (INT32_MAX,
+    # DLPACK_MAJOR_VERSION): inside the body the name means the parameter.
+    names = [p.name for p in signature.params] + [v.name for v in signature.vars]
+    undefs = [f"#ifdef {n}\n#undef {n}\n#endif" for n in names]
     source = "\n".join([
         "#include <stdbool.h>",
         "#include <stddef.h>",
         "#include <stdint.h>",
         "#include <tvm/ffi/c_api.h>",
+        *undefs,
         "",
         f"{kernel_prototype(signature, kernel)} {{",
         body,

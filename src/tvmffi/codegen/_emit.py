@@ -13,7 +13,6 @@ prelude is guarded by a macro.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ._spec import (
@@ -42,7 +41,14 @@ _PRELUDE = r"""
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
 
+#define TVMFFI_CG_STR_(x) #x
+#define TVMFFI_CG_STR(x) TVMFFI_CG_STR_(x)
+
 #if defined(__GNUC__) || defined(__clang__)
+/* Kernels are declared under a mangled C name bound to their real symbol, so
+   a kernel name never meets a macro or library name of the headers above. */
+#define TVMFFI_CG_ASM_NAME 1
+#define TVMFFI_CG_SYMBOL(name) __asm__(TVMFFI_CG_STR(__USER_LABEL_PREFIX__) name)
 #define TVMFFI_CG_COLD __attribute__((cold, noinline, unused))
 #define TVMFFI_CG_MAYBE_UNUSED __attribute__((unused))
 #define TVMFFI_CG_FORMAT(f, a) __attribute__((format(printf, f, a)))
@@ -259,16 +265,14 @@ _VAR_RANGES: dict[str, tuple[int, int]] = {
 }
 
 
-# Names of the generated wrapper's locals: a kernel must not be called like one.
-_WRAPPER_LOCAL = re.compile(
-    r"(sig|device_id|stream|args|num_args|result|self|e|bad|[tp]\d+|st\d+|cs\d+|var_\w*|tvmffi_cg_\w*)\Z"
-)
-
-
 def c_string(text: str) -> str:
-    """A C string literal holding ``text`` (UTF-8), safe for any content."""
+    """A C string literal holding ``text`` (UTF-8), safe for any content.
+
+    A lone surrogate (which no UTF-8 text can hold) is written as its
+    ``\\udXXX`` escape, so the runtime string stays valid UTF-8.
+    """
     out = ['"']
-    for byte in text.encode("utf-8"):
+    for byte in text.encode("utf-8", "backslashreplace"):
         ch = chr(byte)
         if ch == '"' or ch == "\\":
             out.append("\\" + ch)
@@ -287,17 +291,47 @@ def _c_int(value: int) -> str:
     return f"INT64_C({value})"
 
 
-def kernel_prototype(sig: Signature, kernel: str) -> str:
-    """``int kernel(<typed params>)`` in the calling convention of the generated wrapper."""
-    params: list[str] = []
+def _kernel_params(sig: Signature) -> list[tuple[str, str]]:
+    """(C type, user name) of each kernel parameter, in the wrapper's calling order."""
+    params: list[tuple[str, str]] = []
     for p in sig.params:
         if isinstance(p, Tensor):
-            params.append(f"{DTYPES[p.dtype].ctype}* {p.name}")
+            params.append((f"{DTYPES[p.dtype].ctype}*", p.name))
         elif isinstance(p, Scalar):
-            params.append(f"{SCALAR_DTYPES[p.dtype][0]} {p.name}")
-    params += [f"int64_t {v.name}" for v in sig.vars]
-    params += [f"void* {p.name}" for p in sig.params if isinstance(p, EnvStream)]
+            params.append((SCALAR_DTYPES[p.dtype][0], p.name))
+    params += [("int64_t", v.name) for v in sig.vars]
+    params += [("void*", p.name) for p in sig.params if isinstance(p, EnvStream)]
+    return params
+
+
+def kernel_prototype(sig: Signature, kernel: str) -> str:
+    """``int kernel(<typed params>)`` in the calling convention of the generated wrapper.
+
+    The parameters carry the user's names (as kernels written against it do);
+    the wrapper itself declares the kernel without them (see :func:`emit_c`).
+    """
+    params = [f"{ctype} {name}" for ctype, name in _kernel_params(sig)]
     return f"int {kernel}({', '.join(params) or 'void'})"
+
+
+def _kernel_declaration(sig: Signature, kernel: str) -> list[str]:
+    """The wrapper's declaration of ``kernel``: unnamed parameters, a mangled C name.
+
+    No user-chosen name is spelled as a C token here, so none can meet a macro
+    (``EOF``, ``INT32_MAX``) or a declaration (``index``, ``printf``) of the
+    headers the wrapper includes; compilers without asm labels fall back to the
+    plain name.
+    """
+    types = ", ".join(ctype for ctype, _ in _kernel_params(sig)) or "void"
+    local = f"tvmffi_cg_kernel_{sig.name}"
+    return [
+        "#ifdef TVMFFI_CG_ASM_NAME",
+        f"int {local}({types}) TVMFFI_CG_SYMBOL({c_string(kernel)});",
+        "#else",
+        f"int {kernel}({types});",
+        f"#define {local} {kernel}",
+        "#endif",
+    ]
 
 
 class _Emitter:
@@ -307,6 +341,8 @@ class _Emitter:
         self.sig = sig
         self.lines: list[str] = []
         self.bound: dict[str, str] = {}  # var name -> "`a`.shape[0]"
+        # The C local of each Var: by position, never by the user's name.
+        self.var_local = {v.name: f"var{i}" for i, v in enumerate(sig.vars)}
         # The local holding the first Tensor argument, whose device the others share.
         first = next((i for i, p in enumerate(sig.ffi_params) if isinstance(p, Tensor)), None)
         self.first_tensor = None if first is None else f"t{first}"
@@ -344,15 +380,15 @@ class _Emitter:
             self.dim(name, f"shape[{k}]", f"{v}->shape[{k}]", dim)
         self.strides(index, t)
         if t.data_alignment is not None and t.data_alignment > 1:
-            mask = t.data_alignment - 1
-            addr = f"((uintptr_t){v}->data + (uintptr_t){v}->byte_offset)"
+            mask = f"UINT64_C({t.data_alignment - 1})"
+            addr = f"((uint64_t)(uintptr_t){v}->data + {v}->byte_offset)"
             self.check(
-                f"({addr} & {mask}u) != 0",
+                f"({addr} & {mask}) != 0",
                 self.raise_(
                     "ValueError",
                     f"Parameter `{name}` expects data_alignment={t.data_alignment} but got a "
                     f"data address that is %llu mod {t.data_alignment}",
-                    f"(unsigned long long)({addr} & {mask}u)",
+                    f"(unsigned long long)({addr} & {mask})",
                 ),
             )
         ctype = info.ctype
@@ -423,7 +459,7 @@ class _Emitter:
                 ),
             )
             return
-        var = f"var_{dim.name}"
+        var = self.var_local[dim.name]
         where = self.bound.get(dim.name)
         if where is not None:
             self.check(
@@ -452,7 +488,7 @@ class _Emitter:
             )
         if dim.divisibility is not None and dim.divisibility > 1:
             self.check(
-                f"{var} % {dim.divisibility} != 0",
+                f"{var} % {_c_int(dim.divisibility)} != 0",
                 self.raise_(
                     "ValueError",
                     f"Parameter `{name}` expects {label}={dim.name} to be divisible by "
@@ -571,8 +607,6 @@ def emit_c(signature: Signature, kernel: str | None = None) -> str:
         raise TypeError(f"emit_c expects a Signature, not {type(signature).__name__}")
     kernel = f"{signature.name}_kernel" if kernel is None else kernel
     check_identifier(kernel, "kernel name")
-    if _WRAPPER_LOCAL.match(kernel):
-        raise ValueError(f"kernel name {kernel!r} collides with a local of the generated wrapper")
     sig, name = signature, signature.name
     em = _Emitter(sig)
     nargs = len(sig.ffi_params)
@@ -587,7 +621,7 @@ def emit_c(signature: Signature, kernel: str | None = None) -> str:
         else:
             em.scalar(index, p)
         call_args.append(f"p{index}")
-    call_args += [f"var_{v.name}" for v in sig.vars]
+    call_args += [em.var_local[v.name] for v in sig.vars]
     streams = [p for p in sig.params if isinstance(p, EnvStream)]
     if streams:
         first = em.first_tensor
@@ -605,7 +639,7 @@ def emit_c(signature: Signature, kernel: str | None = None) -> str:
         'extern "C" {',
         "#endif",
         "",
-        f"{kernel_prototype(sig, kernel)};",
+        *_kernel_declaration(sig, kernel),
         "",
         f"TVMFFI_CG_EXPORT int __tvm_ffi_{name}(void* self, const TVMFFIAny* args, "
         "int32_t num_args,",
@@ -615,7 +649,7 @@ def emit_c(signature: Signature, kernel: str | None = None) -> str:
         *em.lines,
         # The caller initialized the result to some POD value; make it None.
         "  result->type_index = kTVMFFINone;",
-        f"  return {kernel}({', '.join(call_args)}) != 0 ? -1 : 0;",
+        f"  return tvmffi_cg_kernel_{name}({', '.join(call_args)}) != 0 ? -1 : 0;",
         "}",
         "",
         *_string_getter(f"__tvm_ffi__metadata_{name}", metadata_json(sig, kernel)),

@@ -62,8 +62,14 @@ SCALAR_DTYPES: dict[str, tuple[str, str]] = {
 _VAR_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# C11 keywords plus the type names the generated prototypes use: a parameter
-# called `int64_t` would shadow the type in the kernel's own parameter list.
+# C11 keywords plus the type names kernel prototypes use: a parameter called
+# `int64_t` would shadow the type for the parameters after it in the kernel's
+# own parameter list (the one `inline` bodies are written against). Other
+# identifiers of the C, DLPack and TVM FFI headers (INT32_MAX, SIZE_MAX, EOF,
+# errno, DLPACK_MAJOR_VERSION, TVMFFIAnyViewToOwnedAny, ...) are fine: the
+# generated wrapper never spells a user's name as a C token (its locals and
+# the kernel declaration are mangled), and `inline` #undefs a macro of the
+# same name before the kernel.
 _RESERVED_NAMES = """
     auto break case char const continue default do double else enum extern float for goto if
     inline int long register restrict return short signed sizeof static struct switch typedef
@@ -90,6 +96,11 @@ def _is_positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
+# Every bound value is an int64_t in the generated C, so a divisor or an
+# alignment of 2**63 or more could never be met (and has no C literal): rejected.
+_INT64_MAX = 2**63 - 1
+
+
 def _check_dtype(dtype: object, allowed: Iterable[str], what: str) -> str:
     allowed = tuple(allowed)
     if not isinstance(dtype, str) or dtype not in allowed:
@@ -102,7 +113,8 @@ class Var:
     """A symbolic integer (a dimension or stride) bound by the first tensor that uses it.
 
     ``dtype`` is an integer dtype; the wrapper checks the bound value fits it.
-    ``divisibility`` (a positive int) requires the value to be a multiple of it.
+    ``divisibility`` (a positive int below 2**63) requires the value to be a
+    multiple of it.
     The kernel receives every Var as ``int64_t``.
     """
 
@@ -113,9 +125,12 @@ class Var:
     def __init__(self, name: str, dtype: str = "int64", *, divisibility: int | None = None):
         check_identifier(name, "Var name")
         _check_dtype(dtype, _VAR_DTYPES, f"Var {name!r} dtype (an integer dtype)")
-        if divisibility is not None and not _is_positive_int(divisibility):
+        if divisibility is not None and (
+            not _is_positive_int(divisibility) or divisibility > _INT64_MAX
+        ):
             raise ValueError(
-                f"Var {name!r} divisibility must be a positive int, got {divisibility!r}"
+                f"Var {name!r} divisibility must be a positive int below 2**63, "
+                f"got {divisibility!r}"
             )
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "dtype", dtype)
@@ -154,7 +169,7 @@ class Tensor:
     means compact row-major, where size-1 dimensions may have any stride and a
     tensor with no elements may have any strides; explicit strides (in elements,
     as in DLPack) are checked exactly. ``data_alignment`` is a power of two in
-    bytes that the data pointer (with byte offset) must be a multiple of.
+    bytes (below 2**63) that the data pointer (with byte offset) must be a multiple of.
     ``device`` is a device type name (``"cpu"``, ``"cuda"``, ...); all tensors of a
     call must share one device id.
     """
@@ -187,11 +202,13 @@ class Tensor:
                     f"Tensor {name!r} has {len(dims)} dims but {len(strides)} strides"
                 )
         if data_alignment is not None and (
-            not _is_positive_int(data_alignment) or data_alignment & (data_alignment - 1)
+            not _is_positive_int(data_alignment)
+            or data_alignment & (data_alignment - 1)
+            or data_alignment > _INT64_MAX
         ):
             raise ValueError(
-                f"Tensor {name!r} data_alignment must be a positive power of two, "
-                f"got {data_alignment!r}"
+                f"Tensor {name!r} data_alignment must be a positive power of two below "
+                f"2**63, got {data_alignment!r}"
             )
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "shape", dims)
@@ -284,7 +301,9 @@ class Signature:
         if doc is not None and not isinstance(doc, str):
             raise ValueError(f"Signature {name!r} doc must be a str")
         self.vars = vars_
-        self.doc = str(self) if doc is None else doc
+        # Any str, lone surrogates and NULs included (emit_c escapes it); a str
+        # subclass is taken as its plain text.
+        self.doc = str(self) if doc is None else str.__str__(doc)
 
     def _collect_vars(self) -> tuple[Var, ...]:
         found: dict[str, Var] = {}
