@@ -50,7 +50,7 @@ static int callback_safe_call(void* self, const TVMFFIAny* args, int32_t nargs,
 /* Releases the reference the FFI object holds on a Python object. Called by
  * the runtime from any thread; after interpreter exit the object is leaked on
  * purpose, since Python can no longer free it. */
-static void release_py_object(void* self) {
+void tvmffi_release_py_object(void* self) {
   if (TVMFFI_PY_UNUSABLE()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   Py_DECREF((PyObject*)self);
@@ -59,7 +59,7 @@ static void release_py_object(void* self) {
 
 int tvmffi_callback_create(PyObject* callable, TVMFFIObjectHandle* out) {
   Py_INCREF(callable);
-  if (TVMFFIFunctionCreate(callable, callback_safe_call, release_py_object, out) != 0) {
+  if (TVMFFIFunctionCreate(callable, callback_safe_call, tvmffi_release_py_object, out) != 0) {
     Py_DECREF(callable);
     tvmffi_raise_ffi_error();
     return -1;
@@ -69,7 +69,8 @@ int tvmffi_callback_create(PyObject* callable, TVMFFIObjectHandle* out) {
 
 int tvmffi_opaque_py_create(PyObject* obj, TVMFFIObjectHandle* out) {
   Py_INCREF(obj);
-  if (TVMFFIObjectCreateOpaque(obj, kTVMFFIOpaquePyObject, release_py_object, out) != 0) {
+  if (TVMFFIObjectCreateOpaque(obj, kTVMFFIOpaquePyObject, tvmffi_release_py_object, out) !=
+      0) {
     Py_DECREF(obj);
     tvmffi_raise_ffi_error();
     return -1;

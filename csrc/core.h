@@ -16,6 +16,7 @@
  *               dlpack.c, dlpack_export.c (map in tensor_internal.h)
  *   stream.c    the runtime's per-device environment stream
  *   interop.c   one object world with the official binding (tvm_ffi)
+ *   cfunction.c Functions from raw C symbols (extern "C" safe calls, MLIR packed)
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
@@ -137,9 +138,16 @@ int tvmffi_get_global(const char* name, TVMFFIObjectHandle* out);
 int tvmffi_call_global_any(const char* name, TVMFFIObjectHandle* cache, TVMFFIAny* args,
                            int32_t nargs, TVMFFIAny* result);
 
+/* ---- cfunction.c: Function.__from_extern_c__ / __from_mlir_packed_safe_call__ ---- */
+PyObject* tvmffi_function_from_extern_c(PyObject* cls, PyObject* args, PyObject* kwargs);
+PyObject* tvmffi_function_from_mlir_packed(PyObject* cls, PyObject* args, PyObject* kwargs);
+
 /* ---- callback.c ------------------------------------------------------------ */
 /* Wrap a Python callable as a new FFI function (owned handle). */
 int tvmffi_callback_create(PyObject* callable, TVMFFIObjectHandle* out);
+/* Drop the reference an FFI object's `self` holds on a Python object (a
+ * deleter the runtime may call from any thread, or after interpreter exit). */
+void tvmffi_release_py_object(void* self);
 /* Opaque Python object holder (type index kTVMFFIOpaquePyObject). */
 int tvmffi_opaque_py_create(PyObject* obj, TVMFFIObjectHandle* out);
 

@@ -135,6 +135,21 @@ static PyGetSetDef function_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+static PyMethodDef function_methods[] = {
+    {"__from_extern_c__", (PyCFunction)(void (*)(void))tvmffi_function_from_extern_c,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "__from_extern_c__(c_symbol, *, keep_alive_object=None): a Function calling the safe-call "
+     "function at address c_symbol (which ignores its first argument), keeping "
+     "keep_alive_object alive while the Function lives."},
+    {"__from_mlir_packed_safe_call__",
+     (PyCFunction)(void (*)(void))tvmffi_function_from_mlir_packed,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "__from_mlir_packed_safe_call__(mlir_packed_symbol, *, keep_alive_object=None): a Function "
+     "calling the MLIR packed function (void (*)(void**)) at that address, which implements a "
+     "safe call; keep_alive_object lives as long as the Function."},
+    {NULL, NULL, 0, NULL},
+};
+
 PyTypeObject TVMFFIFunctionType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.Function",
     .tp_basicsize = sizeof(TVMFFIPyFunction),
@@ -145,6 +160,7 @@ PyTypeObject TVMFFIFunctionType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(TVMFFIPyFunction, vectorcall),
     .tp_getset = function_getset,
+    .tp_methods = function_methods,
 };
 
 /* ---- global registry ----------------------------------------------------- */

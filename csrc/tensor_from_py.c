@@ -262,8 +262,8 @@ static int check_borrowed_dl(PyObject* owner, const DLTensor* dl, Py_ssize_t arg
     return tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' view has no DLTensor", tp);
   }
   if (dl->ndim < 0 || (dl->ndim > 0 && dl->shape == NULL)) {
-    return tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' view has a malformed shape (ndim %d)",
-                            tp, dl->ndim);
+    return tvmffi_arg_error(PyExc_ValueError, argpos,
+                            "'%.200s' view has a malformed shape (ndim %d)", tp, dl->ndim);
   }
   int empty = 0; /* (the product of the extents may overflow: not computed) */
   for (int i = 0; i < dl->ndim; ++i) {

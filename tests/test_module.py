@@ -313,8 +313,85 @@ def test_directory(tmp_path: Any) -> None:
 
 
 def test_library_without_symbols(nosym_path: str) -> None:
-    with pytest.raises(ValueError, match=r"libnosym\.so.*__tvm_ffi_"):
-        tvmffi.load_module(nosym_path)
+    # Official semantics: any library the runtime can load is a module (this one
+    # has no functions). tvmffi used to refuse it with ValueError.
+    mod = tvmffi.load_module(nosym_path)
+    assert mod.kind == "library"
+    assert mod.get_function("plain_function") is None
+
+
+# ---- libraries that only register globals / types; keep_module_alive ------------------
+@pytest.fixture(scope="session")
+def static_init_path(fixture_dir: str) -> str:
+    return fixture_build.build("static_init", fixture_dir)
+
+
+def _run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_registration_only_library_stays_loaded(static_init_path: str, keep: bool) -> None:
+    # Loading registers static_init_fixture.add_two from a static initializer;
+    # dropping the module must not unload the code behind the global (it used
+    # to be refused with ValueError, and the runtime's loader then crashed the
+    # next call after the module was dropped).
+    code = (
+        "import gc, sys, tvmffi\n"
+        f"mod = tvmffi.load_module(sys.argv[1], keep_module_alive={keep})\n"
+        "assert mod.kind == 'library'\n"
+        "del mod\n"
+        "gc.collect()\n"
+        "f = tvmffi.get_global_func('static_init_fixture.add_two')\n"
+        "print(f(40))\n"
+    )
+    proc = _run_python(code, static_init_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "42"
+
+
+def test_keep_module_alive_false_unloads_plain_library(plain_path: str) -> None:
+    # A library whose loading registered nothing follows keep_module_alive=False:
+    # its module goes with its last reference (and a new load works again).
+    code = (
+        "import gc, sys, tvmffi\n"
+        "from tvmffi._core import object_use_count\n"
+        "mod = tvmffi.load_module(sys.argv[1], keep_module_alive=False)\n"
+        "n_free = object_use_count(mod)\n"
+        "mod2 = tvmffi.load_module(sys.argv[1])\n"
+        "print(n_free, object_use_count(mod2), mod2.add_int(2, 3))\n"
+    )
+    proc = _run_python(code, plain_path)
+    assert proc.returncode == 0, proc.stderr
+    n_free, n_kept, total = proc.stdout.split()
+    assert (n_free, n_kept, total) == ("1", "2", "5")
+
+
+def test_relative_paths_like_official(plain_path: str, tmp_path: Any) -> None:
+    # A path with a directory part is relative to the working directory; a bare
+    # name goes to the dynamic loader's search path, as with the official binding.
+    import shutil
+
+    shutil.copy(plain_path, tmp_path / "librel.so")
+    code = (
+        "import os, sys, tvmffi, tvm_ffi\n"
+        "os.chdir(sys.argv[1])\n"
+        "print(tvmffi.load_module('./librel.so').add_int(1, 2))\n"
+        "print(tvm_ffi.load_module('./librel.so').add_int(1, 2))\n"
+        "for load in (tvmffi.load_module, tvm_ffi.load_module):\n"
+        "    try:\n"
+        "        load('librel.so')\n"
+        "        print('loaded')\n"
+        "    except Exception as err:\n"
+        "        print('refused' if 'librel.so' in str(err) else repr(err))\n"
+    )
+    proc = _run_python(code, str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["3", "3", "refused", "refused"]
 
 
 # ---- ELF reader and CLI -----------------------------------------------------------------
@@ -391,9 +468,15 @@ def test_cli_inspect_errors(tmp_path: Any, nosym_path: str) -> None:
     proc = _run_cli("inspect", str(tmp_path / "missing.so"))
     assert proc.returncode == 1
     assert "missing.so" in proc.stderr
-    proc = _run_cli("inspect", nosym_path)
+    bogus = tmp_path / "bogus.so"
+    bogus.write_text("not a library")
+    proc = _run_cli("inspect", str(bogus))
     assert proc.returncode == 1
-    assert "libnosym.so" in proc.stderr
+    assert "bogus.so" in proc.stderr
+    # A library without functions loads (official load_module semantics): none listed.
+    proc = _run_cli("inspect", nosym_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "functions (0):" in proc.stdout
     proc = _run_cli()
     assert proc.returncode != 0
 

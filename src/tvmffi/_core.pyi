@@ -21,6 +21,12 @@ class Function(Object):
 
     release_gil: bool
     def __call__(self, *args: Any) -> Any: ...
+    @staticmethod
+    def __from_extern_c__(c_symbol: int, *, keep_alive_object: Any | None = None) -> Function: ...
+    @staticmethod
+    def __from_mlir_packed_safe_call__(
+        mlir_packed_symbol: int, *, keep_alive_object: Any | None = None
+    ) -> Function: ...
 
 class Device:
     """A (DLPack device type, index) pair."""

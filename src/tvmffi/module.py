@@ -22,7 +22,7 @@ from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 from ._core import Function, Object
-from .function import _cached_global_func
+from .function import _cached_global_func, list_global_func_names
 from .object import _decode_type_schema, _json_object, register_object
 
 if TYPE_CHECKING:
@@ -310,16 +310,44 @@ def _require_ffi_symbols(file_name: str, symbols: list[str]) -> None:
         )
 
 
-def load_module(path: str | PathLike[str]) -> Module:
+def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Module:
     """Load a module from a file (a shared library ``.so``, or a registered format).
 
-    Raises ``FileNotFoundError`` for a missing file, ``ValueError`` for a file that
-    is not a regular file, not a loadable library, a library without any
-    ``__tvm_ffi_`` symbol, or one whose embedded module tree
+    Any library the runtime can load is accepted, including one that only
+    registers types and global functions from its static initializers (it
+    exports no ``__tvm_ffi_`` function). With ``keep_module_alive`` (the
+    default, as in the official binding) the module, and so its library, stays
+    loaded for the rest of the process. Without it the library is unloaded
+    when the last reference to the module goes, unless loading it registered
+    global functions or types: their code must outlive any module reference.
+
+    ``path`` is handed to the runtime as given, as the official binding does: a
+    name without a ``/`` is looked up by the dynamic loader's search path, not
+    in the current directory. Raises ``FileNotFoundError`` for a missing file
+    (a path with a ``/``), ``ValueError`` for a file that is not a regular
+    file, not a loadable library, or one whose embedded module tree
     (``__tvm_ffi__library_bin``) is malformed.
     """
-    with _open_module_file(path) as source:
-        return _load_module(source.name, source)
+    file_name = os.fspath(path)
+    if not isinstance(file_name, str):
+        raise TypeError("load_module expects a str path")
+    registered = None if keep_module_alive else _registration_count()
+    if os.sep not in file_name:
+        mod = _load_with_runtime(file_name)  # the loader's search path decides
+    else:
+        with _open_module_file(file_name) as source:
+            mod = _load_module(source.name, source)
+    if keep_module_alive or registered != _registration_count():
+        _cached_global_func("ffi.ModuleGlobalsAdd")(mod)
+    return mod
+
+
+def _registration_count() -> tuple[int, int]:
+    """How many global functions and types the runtime has registered."""
+    return (
+        len(list_global_func_names()),
+        len(_cached_global_func("ffi.GetRegisteredTypeKeys")()),
+    )
 
 
 def _open_module_file(path: str | PathLike[str]) -> _elf.FileSource:
@@ -337,10 +365,13 @@ def _open_module_file(path: str | PathLike[str]) -> _elf.FileSource:
 def _load_module(file_name: str, data: bytes | _elf.Source) -> Module:
     """``load_module`` for a file whose contents (``data``) the caller has (or has open)."""
     symbols = _elf_dynamic_symbols(file_name, data)
-    if symbols is not None:  # unreadable symbols: the runtime's loader decides
-        _require_ffi_symbols(file_name, symbols)
-        if _LIBRARY_BIN_SYMBOL in symbols:
-            _check_library_bin(file_name, data)
+    if symbols is not None and _LIBRARY_BIN_SYMBOL in symbols:
+        _check_library_bin(file_name, data)
+    return _load_with_runtime(file_name)
+
+
+def _load_with_runtime(file_name: str) -> Module:
+    """The runtime's ``ffi.ModuleLoadFromFile``, its load failures as ``ValueError``."""
     try:
         mod: Module = _cached_global_func("ffi.ModuleLoadFromFile")(file_name)
     except Exception as err:  # the runtime reports dlopen failures as InternalError

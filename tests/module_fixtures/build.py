@@ -20,6 +20,7 @@ FIXTURES: dict[str, tuple[str, str, bool]] = {
     "cpp": ("cpp.cc", "c++", True),
     "syslib": ("syslib.c", "cc", True),
     "nosym": ("nosym.c", "cc", False),
+    "static_init": ("static_init.c", "cc", True),
 }
 
 
