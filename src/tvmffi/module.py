@@ -22,7 +22,7 @@ from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 from ._core import Function, Object
-from .function import _cached_global_func, list_global_func_names
+from .function import _cached_global_func
 from .object import _decode_type_schema, _json_object, register_object
 
 if TYPE_CHECKING:
@@ -344,10 +344,8 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
 
 def _registration_count() -> tuple[int, int]:
     """How many global functions and types the runtime has registered."""
-    return (
-        len(list_global_func_names()),
-        len(_cached_global_func("ffi.GetRegisteredTypeKeys")()),
-    )
+    global_names = _cached_global_func("ffi.FunctionListGlobalNamesFunctor")()
+    return global_names(-1), len(_cached_global_func("ffi.GetRegisteredTypeKeys")())
 
 
 def _open_module_file(path: str | PathLike[str]) -> _elf.FileSource:
