@@ -297,6 +297,7 @@ typedef enum {
   K_BYTEARRAY,
   K_DEVICE,
   K_DTYPE,
+  K_DTYPE_LIKE,
   K_SEQUENCE,
   K_DICT,
   K_OFFICIAL_OBJECT, /* the official binding's classes (interop.c) */
@@ -334,11 +335,13 @@ static int classify(PyTypeObject* tp) {
   }
   if (PyType_IsSubtype(tp, &PyLong_Type)) return K_INT;
   if (PyType_IsSubtype(tp, &PyFloat_Type)) return K_FLOAT;
+  /* tvmffi.dtype is a str subclass: checked before str. */
+  if (PyType_IsSubtype(tp, &TVMFFIDataTypeType)) return K_DTYPE;
   if (PyType_IsSubtype(tp, &PyUnicode_Type)) return K_STR;
   if (PyType_IsSubtype(tp, &PyBytes_Type)) return K_BYTES;
   if (PyType_IsSubtype(tp, &PyByteArray_Type)) return K_BYTEARRAY;
   if (PyType_IsSubtype(tp, &TVMFFIDeviceType)) return K_DEVICE;
-  if (PyType_IsSubtype(tp, &TVMFFIDataTypeType)) return K_DTYPE;
+  if (tvmffi_is_dtype_like_type(tp)) return K_DTYPE_LIKE;
   if (PyType_IsSubtype(tp, &PyList_Type) || PyType_IsSubtype(tp, &PyTuple_Type)) {
     return K_SEQUENCE;
   }
@@ -505,6 +508,9 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
       pod_to_any(kTVMFFIDataType, out);
       out->v_dtype = ((TVMFFIPyDataType*)obj)->dtype;
       return 0;
+    case K_DTYPE_LIKE:
+      pod_to_any(kTVMFFIDataType, out);
+      return tvmffi_dtype_like_to_dl(obj, &out->v_dtype);
     case K_SEQUENCE:
       return seq_to_array(obj, out, temps, argpos);
     case K_DICT:

@@ -172,8 +172,9 @@ typedef struct {
   DLDevice device;
 } TVMFFIPyDevice;
 
+/* tvmffi.dtype: a str subclass (the text) carrying its DLDataType. */
 typedef struct {
-  PyObject_HEAD
+  PyUnicodeObject text;
   DLDataType dtype;
 } TVMFFIPyDataType;
 
@@ -184,6 +185,9 @@ int tvmffi_dtype_init_types(PyObject* module);
 PyObject* tvmffi_device_from_dl(DLDevice dev);
 PyObject* tvmffi_dtype_from_dl(DLDataType dtype);
 PyObject* tvmffi_set_dtype_hook(PyObject* self, PyObject* hook);
+/* torch.dtype / numpy.dtype instances, converted to DLDataType arguments. */
+int tvmffi_is_dtype_like_type(PyTypeObject* tp);
+int tvmffi_dtype_like_to_dl(PyObject* obj, DLDataType* out);
 
 /* ---- tensor.c, tensor_from_py.c --------------------------------------------- */
 extern PyTypeObject TVMFFITensorType;     /* tvmffi.Tensor, type index kTVMFFITensor */

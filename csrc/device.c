@@ -17,10 +17,22 @@ static const char* device_name(int code) {
   return code > 0 && code < NUM_DEVICE_CODES ? kDeviceNames[code] : NULL;
 }
 
+/* Names accepted besides the canonical ones (as the official binding does). */
+static const struct {
+  const char* name;
+  int code;
+} kDeviceAliases[] = {{"mps", 8}, {"wgpu", 15}};
+
 static int device_code(const char* name, Py_ssize_t len) {
   for (int code = 0; code < NUM_DEVICE_CODES; ++code) {
     const char* n = kDeviceNames[code];
     if (n != NULL && (Py_ssize_t)strlen(n) == len && memcmp(n, name, (size_t)len) == 0) return code;
+  }
+  for (size_t i = 0; i < sizeof(kDeviceAliases) / sizeof(kDeviceAliases[0]); ++i) {
+    const char* n = kDeviceAliases[i].name;
+    if ((Py_ssize_t)strlen(n) == len && memcmp(n, name, (size_t)len) == 0) {
+      return kDeviceAliases[i].code;
+    }
   }
   return -1;
 }
@@ -47,27 +59,48 @@ static int parse_index(PyObject* obj, int32_t* out) {
   return 0;
 }
 
-/* "cuda", "cuda:1" -> code and (optionally) index. */
+/* Decimal digits only, all of [s, s+len): no sign, spaces or NULs. */
+static int parse_digits(const char* s, Py_ssize_t len, int32_t* out) {
+  if (len <= 0 || len > 10) return -1;
+  int64_t v = 0;
+  for (Py_ssize_t i = 0; i < len; ++i) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  if (v > INT32_MAX) return -1;
+  *out = (int32_t)v;
+  return 0;
+}
+
+/* ValueError with `fmt` applied to the UTF-8 text [s, s+len); returns -1. */
+static int value_error_text(const char* fmt, const char* s, Py_ssize_t len) {
+  PyObject* text = PyUnicode_DecodeUTF8(s, len, "replace");
+  if (text != NULL) PyErr_Format(PyExc_ValueError, fmt, text);
+  Py_XDECREF(text);
+  return -1;
+}
+
+/* "cuda", "cuda:1" -> code and (optionally) index. As in the official
+ * binding, text after the first space is an annotation and is ignored
+ * ("cuda:0 (note)"); the rest is "name" or "name:index". */
 static int parse_name(PyObject* str, int* code, int32_t* index, int* has_index) {
   Py_ssize_t len;
   const char* s = PyUnicode_AsUTF8AndSize(str, &len);
   if (s == NULL) return -1;
+  const char* space = memchr(s, ' ', (size_t)len);
+  if (space != NULL) len = space - s;
   const char* colon = memchr(s, ':', (size_t)len);
   Py_ssize_t name_len = colon ? colon - s : len;
-  *code = device_code(s, name_len);
-  if (*code < 0) {
-    PyErr_Format(PyExc_ValueError, "unknown device type %R", str);
-    return -1;
+  if (colon != NULL && memchr(colon + 1, ':', (size_t)(len - name_len - 1)) != NULL) {
+    return value_error_text("Invalid device: %U", s, len);
   }
+  *code = device_code(s, name_len);
+  if (*code < 0) return value_error_text("Unknown device: %U", s, name_len);
   *has_index = colon != NULL;
   if (!colon) return 0;
-  char* end = NULL;
-  long v = strtol(colon + 1, &end, 10);
-  if (end == colon + 1 || *end != '\0' || v < 0 || v > INT32_MAX) {
-    PyErr_Format(PyExc_ValueError, "invalid device index in %R", str);
-    return -1;
+  if (parse_digits(colon + 1, len - name_len - 1, index) != 0) {
+    return value_error_text("Invalid device index: %R", colon + 1, len - name_len - 1);
   }
-  *index = (int32_t)v;
   return 0;
 }
 
@@ -89,30 +122,29 @@ static int parse_type(PyObject* type, int* code, int32_t* index, int* has_index)
   return -1;
 }
 
+static PyObject* device_alloc(PyTypeObject* cls, DLDevice dev) {
+  TVMFFIPyDevice* self = (TVMFFIPyDevice*)cls->tp_alloc(cls, 0);
+  if (self != NULL) self->device = dev;
+  return (PyObject*)self;
+}
+
+/* Device(type, index=None). As in the official binding, an index written in
+ * the string ("cuda:1") wins over `index`, and a missing one is 0. */
 static PyObject* device_new(PyTypeObject* cls, PyObject* args, PyObject* kwargs) {
-  static char* kwlist[] = {"type", "index", NULL};
+  static char* kwlist[] = {"device_type", "index", NULL};
   PyObject *type, *index_obj = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:Device", kwlist, &type, &index_obj)) {
     return NULL;
   }
   if (PyObject_TypeCheck(type, &TVMFFIDeviceType) && index_obj == Py_None) {
-    return tvmffi_device_from_dl(((TVMFFIPyDevice*)type)->device);
+    return device_alloc(cls, ((TVMFFIPyDevice*)type)->device);
   }
   int code, has_index;
   int32_t index = 0;
   if (parse_type(type, &code, &index, &has_index) != 0) return NULL;
-  if (index_obj != Py_None) {
-    if (has_index) {
-      PyErr_Format(PyExc_ValueError, "device %R already names an index", type);
-      return NULL;
-    }
-    if (parse_index(index_obj, &index) != 0) return NULL;
-  }
-  TVMFFIPyDevice* self = (TVMFFIPyDevice*)cls->tp_alloc(cls, 0);
-  if (self == NULL) return NULL;
-  self->device.device_type = (DLDeviceType)code;
-  self->device.device_id = index;
-  return (PyObject*)self;
+  if (index_obj != Py_None && !has_index && parse_index(index_obj, &index) != 0) return NULL;
+  DLDevice dev = {(DLDeviceType)code, index};
+  return device_alloc(cls, dev);
 }
 
 static PyObject* device_str(PyObject* op) {
@@ -123,11 +155,11 @@ static PyObject* device_str(PyObject* op) {
 }
 
 static PyObject* device_repr(PyObject* op) {
-  PyObject* s = device_str(op);
-  if (s == NULL) return NULL;
-  PyObject* r = PyUnicode_FromFormat("Device(%R)", s);
-  Py_DECREF(s);
-  return r;
+  DLDevice d = ((TVMFFIPyDevice*)op)->device;
+  const char* name = device_name((int)d.device_type);
+  if (name == NULL) return PyUnicode_FromFormat("device(type=%d, index=%d)", (int)d.device_type,
+                                                d.device_id);
+  return PyUnicode_FromFormat("device(type='%s', index=%d)", name, d.device_id);
 }
 
 static Py_hash_t device_hash(PyObject* op) {
@@ -151,13 +183,18 @@ static PyObject* device_get_type(PyObject* op, void* c) {
   return name ? PyUnicode_FromString(name) : PyUnicode_FromString("unknown");
 }
 
+static PyObject* device_type_name_method(PyObject* op, PyObject* unused) {
+  (void)unused;
+  return device_get_type(op, NULL);
+}
+
 static PyObject* device_get_index(PyObject* op, void* c) {
   (void)c;
   return PyLong_FromLong(((TVMFFIPyDevice*)op)->device.device_id);
 }
 
-static PyObject* device_get_code(PyObject* op, void* c) {
-  (void)c;
+static PyObject* device_code_method(PyObject* op, PyObject* unused) {
+  (void)unused;
   return PyLong_FromLong((long)((TVMFFIPyDevice*)op)->device.device_type);
 }
 
@@ -176,12 +213,15 @@ static PyObject* device_dlpack_device(PyObject* op, PyObject* unused) {
 static PyGetSetDef device_getset[] = {
     {"type", device_get_type, NULL, "Device type name, e.g. 'cuda'.", NULL},
     {"index", device_get_index, NULL, "Device index (ordinal).", NULL},
-    {"dlpack_device_type", device_get_code, NULL, "DLPack device type code.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMethodDef device_methods[] = {
     {"__reduce__", device_reduce, METH_NOARGS, NULL},
+    {"dlpack_device_type", device_code_method, METH_NOARGS,
+     "dlpack_device_type() -> int: the DLPack device type code (a DLDeviceType value)."},
+    {"__device_type_name__", device_type_name_method, METH_NOARGS,
+     "__device_type_name__() -> str: the canonical device type name, e.g. 'cuda'."},
     {"_dlpack_pair", device_dlpack_device, METH_NOARGS,
      "(DLPack device type code, index) as in __dlpack_device__."},
     {"__dlpack_device__", device_dlpack_device, METH_NOARGS,
@@ -193,8 +233,9 @@ static PyMethodDef device_methods[] = {
 PyTypeObject TVMFFIDeviceType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.Device",
     .tp_basicsize = sizeof(TVMFFIPyDevice),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Device(type, index=None): Device('cuda', 1), Device('cuda:1'), Device(2, 1).",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Device(device_type, index=None): Device('cuda', 1), Device('cuda:1'), "
+              "Device(2, 1); the index defaults to 0.",
     .tp_new = device_new,
     .tp_str = device_str,
     .tp_repr = device_repr,

@@ -1,11 +1,16 @@
 /*
- * DataType: an immutable DLDataType (code, bits, lanes). Strings are parsed and
- * printed by the runtime so spellings match every other FFI binding; NumPy,
- * torch and ml_dtypes objects are mapped to strings by a Python hook.
+ * tvmffi.dtype: the official binding's data type, a `str` subclass that also
+ * carries its DLDataType (code, bits, lanes).
+ *
+ * The text is what the user wrote ("f32" stays "f32", as in the official
+ * binding, so equality and hashing are the str's); dtypes made from a
+ * DLDataType (results of calls, Tensor.dtype) carry the runtime's canonical
+ * string. Strings are parsed and printed by the runtime so spellings match
+ * every other FFI binding; NumPy, torch and ml_dtypes objects are mapped to
+ * strings by a Python hook (dtype.py).
  */
 #include "core.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 static PyObject* g_dtype_hook; /* object -> dtype string, or raises */
@@ -16,25 +21,33 @@ PyObject* tvmffi_set_dtype_hook(PyObject* self, PyObject* hook) {
   Py_RETURN_NONE;
 }
 
-PyObject* tvmffi_dtype_from_dl(DLDataType dtype) {
-  TVMFFIPyDataType* self = PyObject_New(TVMFFIPyDataType, &TVMFFIDataTypeType);
-  if (self != NULL) self->dtype = dtype;
-  return (PyObject*)self;
+/* ---- parsing ------------------------------------------------------------------ */
+
+/* Decimal digits spanning exactly [s, end); -1 when none or not all digits. */
+static long parse_decimal(const char* s, const char* end) {
+  if (s == end || end - s > 9) return -1;
+  long v = 0;
+  for (; s < end; ++s) {
+    if (*s < '0' || *s > '9') return -1;
+    v = v * 10 + (*s - '0');
+  }
+  return v;
 }
 
 /* DLPack has complex types (kDLComplex) that the runtime's dtype strings do
- * not cover: "complex64", "complex128", with optional "xLANES". */
-static int parse_complex(const char* s, DLDataType* out) {
-  if (strncmp(s, "complex", 7) != 0) return 0;
-  char* end;
-  long bits = strtol(s + 7, &end, 10), lanes = 1;
-  if (end == s + 7 || bits <= 0 || bits > 255) return 0;
-  if (*end == 'x') {
-    const char* p = end + 1;
-    lanes = strtol(p, &end, 10);
-    if (end == p || lanes <= 0 || lanes > 65535) return 0;
+ * not cover: "complex64", "complex128", with optional "xLANES". The whole
+ * [s, s+len) must match, so text after an embedded NUL is never ignored. */
+static int parse_complex(const char* s, Py_ssize_t len, DLDataType* out) {
+  const char* end = s + len;
+  if (len < 8 || strncmp(s, "complex", 7) != 0) return 0;
+  const char* p = s + 7;
+  const char* x = memchr(p, 'x', (size_t)(end - p));
+  long bits = parse_decimal(p, x != NULL ? x : end), lanes = 1;
+  if (bits <= 0 || bits > 255) return 0;
+  if (x != NULL) {
+    lanes = parse_decimal(x + 1, end);
+    if (lanes <= 0 || lanes > 32767) return 0;
   }
-  if (*end != 0) return 0;
   out->code = kDLComplex;
   out->bits = (uint8_t)bits;
   out->lanes = (uint16_t)lanes;
@@ -46,120 +59,271 @@ static int parse_dtype(PyObject* str, DLDataType* out) {
   Py_ssize_t len;
   const char* s = PyUnicode_AsUTF8AndSize(str, &len);
   if (s == NULL) return -1;
+  if (parse_complex(s, len, out)) return 0;
   TVMFFIByteArray ba = {s, (size_t)len};
-  if (parse_complex(s, out)) return 0;
   if (TVMFFIDataTypeFromString(&ba, out) == 0) return 0;
   tvmffi_discard_ffi_error();
   PyErr_Format(PyExc_ValueError, "invalid dtype string %R", str);
   return -1;
 }
 
-static int dtype_from_object(PyObject* value, DLDataType* out) {
+/* The runtime's canonical string of `dt`. */
+static PyObject* canonical_text(DLDataType dt) {
+  if (dt.code == kDLComplex) {
+    if (dt.lanes == 1) return PyUnicode_FromFormat("complex%d", (int)dt.bits);
+    return PyUnicode_FromFormat("complex%dx%d", (int)dt.bits, (int)dt.lanes);
+  }
+  TVMFFIAny out = {.type_index = kTVMFFINone};
+  if (TVMFFIDataTypeToString(&dt, &out) != 0) return tvmffi_raise_ffi_error();
+  PyObject* s = tvmffi_any_to_py_owned(&out);
+  if (s != NULL && !PyUnicode_CheckExact(s)) {
+    Py_DECREF(s);
+    PyErr_SetString(PyExc_RuntimeError, "TVMFFIDataTypeToString returned a non-string");
+    return NULL;
+  }
+  return s;
+}
+
+/* The dtype string of a non-string dtype-like (NumPy, torch, ml_dtypes). */
+static PyObject* hook_text(PyObject* value) {
+  if (g_dtype_hook == NULL) return PyObject_Str(value);
+  PyObject* str = PyObject_CallOneArg(g_dtype_hook, value);
+  if (str != NULL && !PyUnicode_Check(str)) {
+    PyErr_Format(PyExc_TypeError, "dtype hook returned '%.200s'", Py_TYPE(str)->tp_name);
+    Py_CLEAR(str);
+  }
+  return str;
+}
+
+/* ---- objects -------------------------------------------------------------------- */
+
+/* A new `cls` instance with text `text` and value `dt`. */
+static PyObject* dtype_make(PyTypeObject* cls, PyObject* text, DLDataType dt) {
+  PyObject* args = PyTuple_Pack(1, text);
+  if (args == NULL) return NULL;
+  PyObject* self = PyUnicode_Type.tp_new(cls, args, NULL);
+  Py_DECREF(args);
+  if (self != NULL) ((TVMFFIPyDataType*)self)->dtype = dt;
+  return self;
+}
+
+/* Results of calls and Tensor.dtype: dtypes are immutable, so one shared
+ * instance per (code, bits, lanes) serves every result (direct-mapped). */
+#define DTYPE_CACHE_SIZE 128
+static struct {
+  uint32_t key;
+  PyObject* value; /* owned; NULL when empty */
+} g_dtype_cache[DTYPE_CACHE_SIZE];
+
+static uint32_t dtype_key(DLDataType dt) {
+  return (uint32_t)dt.code | ((uint32_t)dt.bits << 8) | ((uint32_t)dt.lanes << 16);
+}
+
+PyObject* tvmffi_dtype_from_dl(DLDataType dt) {
+  uint32_t key = dtype_key(dt);
+  size_t slot = (key * 2654435761u) >> 25; /* top 7 bits: 0..127 */
+  if (g_dtype_cache[slot].value != NULL && g_dtype_cache[slot].key == key) {
+    return Py_NewRef(g_dtype_cache[slot].value);
+  }
+  PyObject* text = canonical_text(dt);
+  if (text == NULL) return NULL;
+  PyObject* self = dtype_make(&TVMFFIDataTypeType, text, dt);
+  Py_DECREF(text);
+  if (self == NULL) return NULL;
+  Py_XSETREF(g_dtype_cache[slot].value, Py_NewRef(self));
+  g_dtype_cache[slot].key = key;
+  return self;
+}
+
+/* The value of any dtype-like: a dtype, a string, or what the hook maps. */
+static int dtype_value(PyObject* value, DLDataType* out) {
   if (PyObject_TypeCheck(value, &TVMFFIDataTypeType)) {
     *out = ((TVMFFIPyDataType*)value)->dtype;
     return 0;
   }
   if (PyUnicode_Check(value)) return parse_dtype(value, out);
-  if (g_dtype_hook == NULL) {
-    PyErr_Format(PyExc_TypeError, "cannot interpret '%.200s' as a DataType",
-                 Py_TYPE(value)->tp_name);
-    return -1;
-  }
-  PyObject* str = PyObject_CallOneArg(g_dtype_hook, value);
-  if (str == NULL) return -1;
-  int rc = PyUnicode_Check(str) ? parse_dtype(str, out) : -1;
-  if (rc != 0 && !PyErr_Occurred()) {
-    PyErr_Format(PyExc_TypeError, "dtype hook returned '%.200s'", Py_TYPE(str)->tp_name);
-  }
-  Py_DECREF(str);
+  PyObject* text = hook_text(value);
+  if (text == NULL) return -1;
+  int rc = parse_dtype(text, out);
+  Py_DECREF(text);
   return rc;
 }
 
+/* numpy.dtype, once NumPy is imported (a dtype instance implies it is). */
+static PyTypeObject* numpy_dtype_type(void) {
+  static PyTypeObject* cached;
+  if (cached != NULL) return cached;
+  PyObject* name = PyUnicode_FromString("numpy");
+  PyObject* np = name == NULL ? NULL : PyImport_GetModule(name);
+  Py_XDECREF(name);
+  PyObject* t = np == NULL ? NULL : PyObject_GetAttrString(np, "dtype");
+  Py_XDECREF(np);
+  if (t == NULL || !PyType_Check(t)) {
+    Py_XDECREF(t);
+    PyErr_Clear();
+    return NULL;
+  }
+  cached = (PyTypeObject*)t; /* kept for the life of the process */
+  return cached;
+}
+
+/* torch.dtype and numpy.dtype instances (NumPy's and ml_dtypes'), which the
+ * official binding converts to DLDataType arguments. */
+int tvmffi_is_dtype_like_type(PyTypeObject* tp) {
+  if (strcmp(tp->tp_name, "torch.dtype") == 0) return 1;
+  PyTypeObject* np_dtype = numpy_dtype_type();
+  return np_dtype != NULL && PyType_IsSubtype(tp, np_dtype);
+}
+
+/* Argument conversion of a dtype-like object; torch and NumPy dtypes are
+ * long-lived singletons, so their values are cached by identity (entries
+ * own a reference, so an address is never reused while cached). */
+#define LIKE_CACHE_SIZE 32
+static struct {
+  PyObject* obj;
+  DLDataType dtype;
+} g_like_cache[LIKE_CACHE_SIZE];
+
+int tvmffi_dtype_like_to_dl(PyObject* obj, DLDataType* out) {
+  size_t slot = ((uintptr_t)obj >> 4) % LIKE_CACHE_SIZE;
+  if (g_like_cache[slot].obj == obj) {
+    *out = g_like_cache[slot].dtype;
+    return 0;
+  }
+  if (dtype_value(obj, out) != 0) return -1;
+  Py_XSETREF(g_like_cache[slot].obj, Py_NewRef(obj));
+  g_like_cache[slot].dtype = *out;
+  return 0;
+}
+
+/* dtype(content): from a string (kept as written), a dtype, or a NumPy,
+ * torch or ml_dtypes dtype (given the runtime's canonical string). */
 static PyObject* dtype_new(PyTypeObject* cls, PyObject* args, PyObject* kwargs) {
-  static char* kwlist[] = {"value", NULL};
+  static char* kwlist[] = {"content", NULL};
   PyObject* value;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:DataType", kwlist, &value)) return NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:dtype", kwlist, &value)) return NULL;
+  if (Py_IS_TYPE(value, &TVMFFIDataTypeType) && cls == &TVMFFIDataTypeType) {
+    return Py_NewRef(value);
+  }
   DLDataType dt;
-  if (dtype_from_object(value, &dt) != 0) return NULL;
-  TVMFFIPyDataType* self = (TVMFFIPyDataType*)cls->tp_alloc(cls, 0);
-  if (self != NULL) self->dtype = dt;
-  return (PyObject*)self;
+  if (dtype_value(value, &dt) != 0) return NULL;
+  PyObject* text = PyUnicode_Check(value) ? PyUnicode_FromObject(value) : canonical_text(dt);
+  if (text == NULL) return NULL;
+  PyObject* self = dtype_make(cls, text, dt);
+  Py_DECREF(text);
+  return self;
 }
 
-static PyObject* dtype_str(PyObject* op) {
-  DLDataType d = ((TVMFFIPyDataType*)op)->dtype;
-  if (d.code == kDLComplex) {
-    if (d.lanes == 1) return PyUnicode_FromFormat("complex%d", (int)d.bits);
-    return PyUnicode_FromFormat("complex%dx%d", (int)d.bits, (int)d.lanes);
-  }
-  TVMFFIAny out = {.type_index = kTVMFFINone};
-  if (TVMFFIDataTypeToString(&((TVMFFIPyDataType*)op)->dtype, &out) != 0) {
-    return tvmffi_raise_ffi_error();
-  }
-  return tvmffi_any_to_py_owned(&out);
-}
+static DLDataType dtype_of(PyObject* op) { return ((TVMFFIPyDataType*)op)->dtype; }
 
-static PyObject* dtype_repr(PyObject* op) {
-  PyObject* s = dtype_str(op);
-  if (s == NULL) return NULL;
-  PyObject* r = PyUnicode_FromFormat("DataType(%R)", s);
-  Py_DECREF(s);
-  return r;
-}
+/* Lanes as the runtime reads them: negative for scalable vectors
+ * ("int32xvscalex4" has -4), as the official binding reports. */
+static int dtype_lanes(DLDataType d) { return (int)(int16_t)d.lanes; }
 
-static Py_hash_t dtype_hash(PyObject* op) {
-  /* Equal to the hash of the canonical string, since DataType == str holds. */
-  PyObject* s = dtype_str(op);
-  if (s == NULL) return -1;
-  Py_hash_t h = PyObject_Hash(s);
-  Py_DECREF(s);
-  return h;
-}
-
-static PyObject* dtype_richcompare(PyObject* a, PyObject* b, int op) {
-  if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
-  DLDataType other;
-  if (PyObject_TypeCheck(b, &TVMFFIDataTypeType)) {
-    other = ((TVMFFIPyDataType*)b)->dtype;
-  } else if (PyUnicode_Check(b)) {
-    if (parse_dtype(b, &other) != 0) {
-      PyErr_Clear();
-      return PyBool_FromLong(op == Py_NE);
-    }
-  } else {
-    Py_RETURN_NOTIMPLEMENTED;
-  }
-  DLDataType x = ((TVMFFIPyDataType*)a)->dtype;
-  int eq = x.code == other.code && x.bits == other.bits && x.lanes == other.lanes;
-  return PyBool_FromLong(op == Py_EQ ? eq : !eq);
-}
+static PyObject* dtype_repr(PyObject* op) { return PyUnicode_FromFormat("dtype('%U')", op); }
 
 static PyObject* dtype_get_code(PyObject* op, void* c) {
   (void)c;
-  return PyLong_FromLong(((TVMFFIPyDataType*)op)->dtype.code);
+  return PyLong_FromLong(dtype_of(op).code);
 }
 
 static PyObject* dtype_get_bits(PyObject* op, void* c) {
   (void)c;
-  return PyLong_FromLong(((TVMFFIPyDataType*)op)->dtype.bits);
+  return PyLong_FromLong(dtype_of(op).bits);
 }
 
 static PyObject* dtype_get_lanes(PyObject* op, void* c) {
   (void)c;
-  return PyLong_FromLong(((TVMFFIPyDataType*)op)->dtype.lanes);
+  return PyLong_FromLong(dtype_lanes(dtype_of(op)));
 }
 
 static PyObject* dtype_get_itemsize(PyObject* op, void* c) {
   (void)c;
-  DLDataType d = ((TVMFFIPyDataType*)op)->dtype;
-  return PyLong_FromLong(((long)d.bits * (long)d.lanes + 7) / 8);
+  DLDataType d = dtype_of(op);
+  int lanes = dtype_lanes(d);
+  if (lanes < 0) {
+    PyErr_Format(PyExc_ValueError, "cannot determine the itemsize of scalable vector dtype %R",
+                 op);
+    return NULL;
+  }
+  return PyLong_FromLong(((long)d.bits * lanes + 7) / 8);
+}
+
+static int is_float_code(int code) {
+  return code == kDLFloat || code == kDLBfloat || (code >= 7 && code <= 17);
+}
+
+static PyObject* dtype_get_is_bool(PyObject* op, void* c) {
+  (void)c;
+  return PyBool_FromLong(dtype_of(op).code == kDLBool);
+}
+
+static PyObject* dtype_get_is_integer(PyObject* op, void* c) {
+  (void)c;
+  int code = dtype_of(op).code;
+  return PyBool_FromLong(code == kDLInt || code == kDLUInt);
+}
+
+static PyObject* dtype_get_is_float(PyObject* op, void* c) {
+  (void)c;
+  return PyBool_FromLong(is_float_code(dtype_of(op).code));
+}
+
+static PyObject* dtype_get_is_handle(PyObject* op, void* c) {
+  (void)c;
+  return PyBool_FromLong(dtype_of(op).code == kDLOpaqueHandle);
+}
+
+/* A dtype from DLPack fields, checked to fit DLDataType (lanes as int16, as
+ * the runtime reads them). */
+static PyObject* dtype_from_fields(long code, long bits, long lanes) {
+  if (code < 0 || code > 255 || bits < 0 || bits > 255 || lanes < INT16_MIN || lanes > INT16_MAX) {
+    PyErr_Format(PyExc_ValueError,
+                 "invalid DLPack data type (code=%ld, bits=%ld, lanes=%ld): code and bits must "
+                 "be in [0, 255] and lanes in [-32768, 32767]",
+                 code, bits, lanes);
+    return NULL;
+  }
+  DLDataType dt = {(uint8_t)code, (uint8_t)bits, (uint16_t)(int16_t)lanes};
+  return tvmffi_dtype_from_dl(dt);
+}
+
+static PyObject* dtype_with_lanes(PyObject* op, PyObject* arg) {
+  long lanes = PyLong_AsLong(arg);
+  if (lanes == -1 && PyErr_Occurred()) return NULL;
+  DLDataType d = dtype_of(op);
+  return dtype_from_fields(d.code, d.bits, lanes);
+}
+
+static PyObject* dtype_from_dlpack_data_type(PyObject* unused, PyObject* arg) {
+  (void)unused;
+  PyObject* t = PySequence_Tuple(arg);
+  if (t == NULL) return NULL;
+  long code, bits, lanes;
+  int ok = PyArg_ParseTuple(t, "lll:from_dlpack_data_type", &code, &bits, &lanes);
+  Py_DECREF(t);
+  return ok ? dtype_from_fields(code, bits, lanes) : NULL;
+}
+
+static PyObject* dtype_is_dtype(PyObject* unused, PyObject* arg) {
+  (void)unused;
+  if (PyObject_TypeCheck(arg, &TVMFFIDataTypeType)) Py_RETURN_TRUE;
+  PyObject* text = PyObject_Str(arg);
+  if (text == NULL) return NULL;
+  DLDataType dt;
+  int rc = parse_dtype(text, &dt);
+  Py_DECREF(text);
+  if (rc == 0) Py_RETURN_TRUE;
+  if (!PyErr_ExceptionMatches(PyExc_ValueError)) return NULL;
+  PyErr_Clear();
+  Py_RETURN_FALSE;
 }
 
 static PyObject* dtype_reduce(PyObject* op, PyObject* unused) {
   (void)unused;
-  PyObject* s = dtype_str(op);
-  if (s == NULL) return NULL;
-  return Py_BuildValue("(O(N))", Py_TYPE(op), s);
+  PyObject* text = PyUnicode_FromObject(op); /* the plain str */
+  if (text == NULL) return NULL;
+  return Py_BuildValue("(O(N))", Py_TYPE(op), text);
 }
 
 static PyObject* dtype_dlpack_data_type(PyObject* op, PyObject* unused) {
@@ -169,11 +333,19 @@ static PyObject* dtype_dlpack_data_type(PyObject* op, PyObject* unused) {
 }
 
 static PyGetSetDef dtype_getset[] = {
-    {"code", dtype_get_code, NULL, "DLPack type code (kDLInt=0, kDLUInt=1, kDLFloat=2, ...).",
-     NULL},
+    {"type_code", dtype_get_code, NULL,
+     "DLPack type code of the scalar type (kDLInt=0, kDLUInt=1, kDLFloat=2, ...).", NULL},
+    {"code", dtype_get_code, NULL, "Alias of type_code (tvmffi's earlier name).", NULL},
     {"bits", dtype_get_bits, NULL, "Bits per lane.", NULL},
-    {"lanes", dtype_get_lanes, NULL, "Number of vector lanes.", NULL},
-    {"itemsize", dtype_get_itemsize, NULL, "Bytes per element, rounded up.", NULL},
+    {"lanes", dtype_get_lanes, NULL,
+     "Number of vector lanes (1 for scalars; negative for scalable vectors).", NULL},
+    {"itemsize", dtype_get_itemsize, NULL,
+     "Bytes per element, (bits * lanes + 7) // 8; ValueError for scalable vectors.", NULL},
+    {"is_bool", dtype_get_is_bool, NULL, "Whether this dtype stores booleans.", NULL},
+    {"is_integer", dtype_get_is_integer, NULL, "Whether this dtype stores (u)ints.", NULL},
+    {"is_float", dtype_get_is_float, NULL,
+     "Whether this dtype stores floating point values (float, bfloat, float8/6/4).", NULL},
+    {"is_handle", dtype_get_is_handle, NULL, "Whether this dtype stores opaque handles.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -182,46 +354,33 @@ static PyMethodDef dtype_methods[] = {
     {"__dlpack_data_type__", dtype_dlpack_data_type, METH_NOARGS,
      "(type code, bits, lanes): the DLPack data type protocol, as the official binding reads "
      "it."},
+    {"with_lanes", dtype_with_lanes, METH_O,
+     "with_lanes(lanes) -> dtype: the same scalar type with `lanes` lanes."},
+    {"from_dlpack_data_type", dtype_from_dlpack_data_type, METH_O | METH_STATIC,
+     "from_dlpack_data_type((type_code, bits, lanes)) -> dtype"},
+    {"is_dtype", dtype_is_dtype, METH_O | METH_STATIC,
+     "is_dtype(arg) -> bool: whether `arg` is a dtype or a valid dtype string."},
     {NULL, NULL, 0, NULL},
 };
 
 PyTypeObject TVMFFIDataTypeType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.DataType",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.dtype",
     .tp_basicsize = sizeof(TVMFFIPyDataType),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "DataType(value): from a string ('float32', 'int8x4', 'bfloat16'), a NumPy or "
-              "torch dtype, or a DataType.",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "dtype(content): a data type; a str (the text as given) that also carries its "
+              "DLPack (type_code, bits, lanes). From a string ('float32', 'int8x4', 'bf16'), a "
+              "NumPy, ml_dtypes or torch dtype, or a dtype.",
+    .tp_base = &PyUnicode_Type,
     .tp_new = dtype_new,
-    .tp_str = dtype_str,
     .tp_repr = dtype_repr,
-    .tp_hash = dtype_hash,
-    .tp_richcompare = dtype_richcompare,
     .tp_getset = dtype_getset,
     .tp_methods = dtype_methods,
-};
-
-static PyObject* py_dtype_from_parts(PyObject* self, PyObject* args) {
-  (void)self;
-  int code, bits, lanes;
-  if (!PyArg_ParseTuple(args, "iii", &code, &bits, &lanes)) return NULL;
-  if (code < 0 || code > 255 || bits < 0 || bits > 255 || lanes < 0 || lanes > 65535) {
-    PyErr_Format(PyExc_ValueError, "invalid dtype fields code=%d bits=%d lanes=%d", code, bits,
-                 lanes);
-    return NULL;
-  }
-  DLDataType dt = {(uint8_t)code, (uint8_t)bits, (uint16_t)lanes};
-  return tvmffi_dtype_from_dl(dt);
-}
-
-static PyMethodDef dtype_module_methods[] = {
-    {"dtype_from_parts", py_dtype_from_parts, METH_VARARGS,
-     "dtype_from_parts(code, bits, lanes) -> DataType"},
-    {NULL, NULL, 0, NULL},
 };
 
 int tvmffi_dtype_init_types(PyObject* module) {
   if (PyType_Ready(&TVMFFIDataTypeType) < 0) return -1;
   Py_INCREF(&TVMFFIDataTypeType);
-  if (PyModule_AddObject(module, "DataType", (PyObject*)&TVMFFIDataTypeType) < 0) return -1;
-  return PyModule_AddFunctions(module, dtype_module_methods);
+  if (PyModule_AddObject(module, "dtype", (PyObject*)&TVMFFIDataTypeType) < 0) return -1;
+  Py_INCREF(&TVMFFIDataTypeType);
+  return PyModule_AddObject(module, "DataType", (PyObject*)&TVMFFIDataTypeType);
 }

@@ -101,6 +101,54 @@ static PyObject* dl_dlpack_device_method(PyObject* self, PyObject* unused) {
   return dl_get_dlpack_device(self, NULL);
 }
 
+static PyObject* dl_data_ptr_method(PyObject* self, PyObject* unused) {
+  (void)unused;
+  return dl_get_data_ptr(self, NULL);
+}
+
+static PyObject* dl_numel_method(PyObject* self, PyObject* unused) {
+  (void)unused;
+  const DLTensor* dl = self_dl(self);
+  if (dl == NULL) return NULL;
+  int64_t n = 1;
+  for (int i = 0; i < dl->ndim; ++i) n *= dl->shape[i];
+  return PyLong_FromLongLong(n);
+}
+
+static PyObject* dl_size_method(PyObject* self, PyObject* arg) {
+  const DLTensor* dl = self_dl(self);
+  if (dl == NULL) return NULL;
+  Py_ssize_t idx = PyNumber_AsSsize_t(arg, PyExc_IndexError);
+  if (idx == -1 && PyErr_Occurred()) return NULL;
+  if (idx < -(Py_ssize_t)dl->ndim || idx >= (Py_ssize_t)dl->ndim) {
+    PyErr_Format(PyExc_IndexError, "Dimension %zd out of range for tensor with %d dimensions",
+                 idx, (int)dl->ndim);
+    return NULL;
+  }
+  if (idx < 0) idx += dl->ndim;
+  return PyLong_FromLongLong(dl->shape[idx]);
+}
+
+/* C-contiguous (row-major); as in NumPy, PyTorch and the official binding,
+ * an empty tensor is, whatever its strides, and size-1 dimensions' strides
+ * do not matter. */
+static PyObject* dl_is_contiguous_method(PyObject* self, PyObject* unused) {
+  (void)unused;
+  const DLTensor* dl = self_dl(self);
+  if (dl == NULL) return NULL;
+  if (dl->strides == NULL) Py_RETURN_TRUE;
+  for (int i = 0; i < dl->ndim; ++i) {
+    if (dl->shape[i] == 0) Py_RETURN_TRUE;
+  }
+  int64_t expected = 1;
+  for (int i = dl->ndim - 1; i >= 0; --i) {
+    if (dl->shape[i] == 1) continue;
+    if (dl->strides[i] != expected) Py_RETURN_FALSE;
+    expected *= dl->shape[i];
+  }
+  Py_RETURN_TRUE;
+}
+
 /* A view exports through a Tensor that keeps the view alive. */
 static PyObject* dl_dlpack_method(PyObject* self, PyObject* args, PyObject* kwargs) {
   if (Py_TYPE(self) != &TVMFFITensorViewType) {
@@ -117,11 +165,9 @@ static PyObject* dl_dlpack_method(PyObject* self, PyObject* args, PyObject* kwar
 static PyGetSetDef dl_getset[] = {
     {"shape", dl_get_shape, NULL, "Shape as a tuple of ints.", NULL},
     {"strides", dl_get_strides, NULL, "Strides in elements (compact when not stored).", NULL},
-    {"dtype", dl_get_dtype, NULL, "Element type as a DataType.", NULL},
+    {"dtype", dl_get_dtype, NULL, "Element type as a tvmffi.dtype (a str subclass).", NULL},
     {"device", dl_get_device, NULL, "Device holding the data.", NULL},
     {"ndim", dl_get_ndim, NULL, "Number of dimensions.", NULL},
-    {"data_ptr", dl_get_data_ptr, NULL, "Address of the first element (data + byte_offset).",
-     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -131,6 +177,13 @@ static PyMethodDef dl_methods[] = {
      "sharing this memory (a view's is valid while the viewed array is)."},
     {"__dlpack_device__", dl_dlpack_device_method, METH_NOARGS,
      "(device_type, device_id) of the data."},
+    {"data_ptr", dl_data_ptr_method, METH_NOARGS,
+     "data_ptr() -> int: address of the first element (data + byte_offset)."},
+    {"numel", dl_numel_method, METH_NOARGS, "numel() -> int: number of elements."},
+    {"size", dl_size_method, METH_O,
+     "size(idx) -> int: extent of dimension idx (negative counts from the last)."},
+    {"is_contiguous", dl_is_contiguous_method, METH_NOARGS,
+     "is_contiguous() -> bool: whether the layout is C-contiguous (row-major)."},
     {NULL, NULL, 0, NULL},
 };
 

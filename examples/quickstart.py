@@ -12,10 +12,10 @@ print(f"tvmffi {tvmffi.__version__} on TVM FFI runtime {tvmffi.tvm_ffi_version()
 print(f"runtime library: {tvmffi.lib_path()}")
 
 # Devices and data types are plain values that cross the ABI unchanged.
-dev = tvmffi.Device("cuda:1")
-print(f"device {dev!s}: type={dev.type} index={dev.index} dlpack code={dev.dlpack_device_type}")
-dt = tvmffi.DataType("float32x4")
-print(f"dtype {dt}: code={dt.code} bits={dt.bits} lanes={dt.lanes} itemsize={dt.itemsize}")
+dev = tvmffi.device("cuda:1")
+print(f"{dev!r}: type={dev.type} index={dev.index} dlpack code={dev.dlpack_device_type()}")
+dt = tvmffi.float32.with_lanes(4)  # a dtype is a str: "float32x4"
+print(f"{dt!r}: type_code={dt.type_code} bits={dt.bits} lanes={dt.lanes} itemsize={dt.itemsize}")
 
 # Global functions registered by any library in the process are callable.
 echo = tvmffi.get_global_func("testing.echo")

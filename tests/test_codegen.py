@@ -577,7 +577,7 @@ def test_env_stream(mod: tvmffi.Module) -> None:
     out = np.zeros(1, np.int64)
     mod.stream(out)
     assert out[0] == 0
-    with tvmffi.use_stream(tvmffi.cpu(0), 0x1234):
+    with tvmffi.use_raw_stream(tvmffi.cpu(0), 0x1234):
         mod.stream(out)
     assert out[0] == 0x1234
 

@@ -35,7 +35,7 @@ def test_args_arrive_as_python_values():
         b"raw",
         b"raw bytes beyond seven",
         tvmffi.cuda(3),
-        tvmffi.DataType("float16"),
+        tvmffi.dtype("float16"),
         ctypes.c_void_p(0x1000),
         fn_arg,
         [1, 2],
@@ -55,7 +55,7 @@ def test_args_arrive_as_python_values():
     assert type(b) is bytes and b == b"raw"
     assert type(hb) is bytes and hb == b"raw bytes beyond seven"
     assert type(dev) is tvmffi.Device and dev == tvmffi.cuda(3)
-    assert type(dt) is tvmffi.DataType and dt == tvmffi.DataType("float16")
+    assert type(dt) is tvmffi.dtype and dt == tvmffi.dtype("float16")
     assert type(ptr) is ctypes.c_void_p and ptr.value == 0x1000
     assert isinstance(fn, tvmffi.Function) and fn.same_as(fn_arg) and fn(1) == 2
     assert arr.type_key == "ffi.Array" and array_items(arr) == [1, 2]
@@ -77,7 +77,7 @@ def test_args_arrive_as_python_values():
         b"\0\1",
         b"bytes result > 7",
         tvmffi.rocm(1),
-        tvmffi.DataType("int4"),
+        tvmffi.dtype("int4"),
     ],
     ids=repr,
 )

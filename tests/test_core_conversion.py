@@ -231,7 +231,7 @@ def test_bytes_is_not_str_on_ffi_side(value):
         testing.schema_id_string(value)
 
 
-# ---- Device / DataType ---------------------------------------------------------
+# ---- Device / dtype ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -258,11 +258,11 @@ def test_device(device):
     "dtype", ["float32", "int8", "uint1", "bool", "bfloat16", "float32x4", "handle", "int64x2"]
 )
 def test_dtype(dtype):
-    dt = tvmffi.DataType(dtype)
+    dt = tvmffi.dtype(dtype)
     out = roundtrip(dt)
-    assert type(out) is tvmffi.DataType
+    assert type(out) is tvmffi.dtype
     assert out == dt
-    assert (out.code, out.bits, out.lanes) == (dt.code, dt.bits, dt.lanes)
+    assert (out.type_code, out.bits, out.lanes) == (dt.type_code, dt.bits, dt.lanes)
     assert testing.schema_id_dtype(dt) == dt
 
 
@@ -343,7 +343,7 @@ def test_array_contents_keep_their_types():
         None,
         True,
         tvmffi.cuda(2),
-        tvmffi.DataType("int8"),
+        tvmffi.dtype("int8"),
     ]
     items = array_items(roundtrip(value))
     assert items == value

@@ -62,7 +62,7 @@ def test_values_cross_between_bindings(tvm_ffi, unique_name):
         assert type(out) is type(value)
         assert out == value
     assert f(tvmffi.cuda(1)) == tvmffi.cuda(1)
-    assert f(tvmffi.DataType("int8")) == tvmffi.DataType("int8")
+    assert f(tvmffi.dtype("int8")) == tvmffi.dtype("int8")
 
 
 @pytest.mark.parametrize("cls", BUILTIN_KINDS, ids=lambda c: c.__name__)

@@ -50,7 +50,7 @@ def _nop_loop(value):
         12345678901,
         3.25,
         tvmffi.cpu(1),
-        tvmffi.DataType("float32"),
+        tvmffi.dtype("float32"),
     ],
     ids=lambda v: type(v).__name__,
 )

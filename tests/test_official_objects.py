@@ -3,7 +3,7 @@
 Objects of the official binding's classes, and of subclasses defined in any
 module, are FFI objects to tvmffi (same handle, no copy); tvmffi's objects are
 FFI objects to the official binding through ``__tvm_ffi_object__``, and
-``Device`` / ``DataType`` through the DLPack protocols.
+``Device`` / ``dtype`` through the DLPack protocols.
 """
 
 from __future__ import annotations
@@ -99,9 +99,9 @@ def test_device_and_dtype_dlpack_protocols() -> None:
     dev = tvmffi.Device("cuda", 1)
     assert dev.__dlpack_device__() == (2, 1)
     assert tvmffi.cpu(0).__dlpack_device__() == (1, 0)
-    dt = tvmffi.DataType("float32x4")
+    dt = tvmffi.dtype("float32x4")
     assert dt.__dlpack_data_type__() == (2, 32, 4)
-    assert tvmffi.DataType("bfloat16").__dlpack_data_type__() == (4, 16, 1)
+    assert tvmffi.dtype("bfloat16").__dlpack_data_type__() == (4, 16, 1)
     official_echo = tvm_ffi.get_global_func("testing.echo")
     back_dev = official_echo(dev)
     assert (back_dev.dlpack_device_type(), back_dev.index) == (2, 1)

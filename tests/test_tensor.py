@@ -37,14 +37,37 @@ def test_from_dlpack_properties() -> None:
     assert t.shape == (3, 4)
     assert t.strides == (4, 1)
     assert t.ndim == 2
-    assert t.dtype == tvmffi.DataType("float32")
+    assert t.dtype == tvmffi.dtype("float32")
     assert t.device == tvmffi.cpu(0)
     assert t.__dlpack_device__() == (1, 0)
-    assert t.data_ptr == a.ctypes.data
+    assert t.data_ptr() == a.ctypes.data
     assert "shape=(3, 4)" in repr(t) and "float32" in repr(t)
     # Tensor(x) is from_dlpack(x); a Tensor imports as itself.
-    assert tvmffi.Tensor(a).data_ptr == a.ctypes.data
+    assert tvmffi.Tensor(a).data_ptr() == a.ctypes.data
     assert tvmffi.from_dlpack(t) is t
+    assert tvmffi.from_dlpack(ext_tensor=a).shape == (3, 4)  # the official parameter name
+
+
+def test_tensor_official_methods() -> None:
+    a = np.zeros((4, 5, 6), dtype="int16")
+    t = tvmffi.from_dlpack(a)
+    assert type(t.dtype) is tvmffi.dtype and t.dtype == "int16" and t.dtype is t.dtype
+    assert t.numel() == 120
+    assert (t.size(0), t.size(-1), t.size(1)) == (4, 6, 5)
+    for bad in (3, -4):
+        with pytest.raises(IndexError, match="out of range"):
+            t.size(bad)
+    assert t.is_contiguous()
+    s = tvmffi.from_dlpack(a[1:3, :, 1:3])
+    assert not s.is_contiguous() and s.numel() == 20
+    assert s.data_ptr() == a[1:3, :, 1:3].ctypes.data
+    # Size-1 dimensions' strides and empty tensors do not make a layout strided.
+    assert not tvmffi.from_dlpack(a[:, :1, :]).is_contiguous()
+    assert tvmffi.from_dlpack(a[::2][:1]).is_contiguous()  # strides (60, 6, 1)
+    assert tvmffi.from_dlpack(np.zeros((4, 0, 4))[:, :, ::2]).is_contiguous()
+    assert tvmffi.from_dlpack(np.array(1.0)).numel() == 1
+    v = tvmffi.TensorView(a)
+    assert (v.numel(), v.size(-1), v.is_contiguous(), v.data_ptr()) == (120, 6, True, a.ctypes.data)
 
 
 def test_shared_memory_both_ways() -> None:
@@ -65,7 +88,7 @@ def test_function_results_are_tensors() -> None:
     a = np.arange(6, dtype="int64")
     r = T.echo(a)
     assert type(r) is tvmffi.Tensor
-    assert r.data_ptr == a.ctypes.data
+    assert r.data_ptr() == a.ctypes.data
     back = np.from_dlpack(r)
     back[0] = 100
     assert a[0] == 100
@@ -79,7 +102,7 @@ def test_torch_round_trip() -> None:
     r = T.echo(x)
     assert type(r) is tvmffi.Tensor
     assert r.shape == (3, 4) and r.strides == (4, 1)
-    assert r.data_ptr == x.data_ptr()
+    assert r.data_ptr() == x.data_ptr()
     y = torch.from_dlpack(r)
     y[0, 0] = 42
     assert x[0, 0] == 42
@@ -92,7 +115,7 @@ def test_capsule_input_and_consumption() -> None:
     a = np.arange(4.0)
     cap = a.__dlpack__()
     t = tvmffi.from_dlpack(cap)
-    assert t.data_ptr == a.ctypes.data
+    assert t.data_ptr() == a.ctypes.data
     with pytest.raises(ValueError, match="unconsumed"):
         tvmffi.from_dlpack(cap)  # renamed "used_dltensor"
     vcap = a.__dlpack__(max_version=(1, 0))
@@ -121,8 +144,8 @@ def test_producer_check_follows_class_changes() -> None:
     with pytest.raises(TypeError, match="DLPack producer"):
         tvmffi.TensorView(late)
     Late.__dlpack__ = lambda self, **kw: self.arr.__dlpack__(**kw)  # type: ignore[attr-defined]
-    assert tvmffi.from_dlpack(late).data_ptr == late.arr.ctypes.data
-    assert tvmffi.TensorView(late).data_ptr == late.arr.ctypes.data
+    assert tvmffi.from_dlpack(late).data_ptr() == late.arr.ctypes.data
+    assert tvmffi.TensorView(late).data_ptr() == late.arr.ctypes.data
     del Late.__dlpack__  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match="DLPack producer"):
         tvmffi.from_dlpack(late)
@@ -165,7 +188,7 @@ NUMPY_DTYPES = [
 def test_numpy_dtype_round_trip(name: str) -> None:
     a = (np.arange(6) % 2).astype(name).reshape(2, 3)
     r = T.echo(a)
-    assert r.dtype == tvmffi.DataType(np.dtype(name))
+    assert r.dtype == tvmffi.dtype(np.dtype(name))
     assert str(r.dtype) == ("bool" if name == "bool" else name)
     b = np.from_dlpack(r)
     assert b.dtype == a.dtype and shares(a, b)
@@ -189,14 +212,14 @@ TORCH_DTYPES = [
 @pytest.mark.parametrize(("torch_name", "ffi_name"), TORCH_DTYPES)
 def test_torch_dtype_round_trip(torch_name: str, ffi_name: str) -> None:
     tdtype = getattr(torch, torch_name)
-    assert tvmffi.DataType(tdtype) == tvmffi.DataType(ffi_name)
-    assert str(tvmffi.DataType(tdtype)) == ffi_name
+    assert tvmffi.dtype(tdtype) == tvmffi.dtype(ffi_name)
+    assert str(tvmffi.dtype(tdtype)) == ffi_name
     x = torch.zeros(2, 3, dtype=torch.uint8).view(tdtype) if tdtype.itemsize == 1 else None
     if x is None:
         x = torch.zeros(2, 3, dtype=tdtype)
     r = T.echo(x)
-    assert r.dtype == tvmffi.DataType(ffi_name)
-    assert r.data_ptr == x.data_ptr()
+    assert r.dtype == tvmffi.dtype(ffi_name)
+    assert r.data_ptr() == x.data_ptr()
     y = torch.from_dlpack(r)
     assert y.dtype == tdtype and y.data_ptr() == x.data_ptr() and y.shape == x.shape
 
@@ -208,12 +231,12 @@ def test_torch_dtype_round_trip(torch_name: str, ffi_name: str) -> None:
 )  # fmt: skip
 def test_ml_dtypes_arrays(name: str) -> None:
     dt = np.dtype(getattr(ml_dtypes, name))
-    assert tvmffi.DataType(dt) == tvmffi.DataType(name)
-    assert tvmffi.DataType(getattr(ml_dtypes, name)) == tvmffi.DataType(name)
+    assert tvmffi.dtype(dt) == tvmffi.dtype(name)
+    assert tvmffi.dtype(getattr(ml_dtypes, name)) == tvmffi.dtype(name)
     a = np.zeros(4, dtype=np.uint8).view(dt) if dt.itemsize == 1 else np.zeros(4, dtype=dt)
     r = T.echo(a)
     assert str(r.dtype) == name
-    assert r.data_ptr == a.ctypes.data
+    assert r.data_ptr() == a.ctypes.data
     tdtype = getattr(torch, name, None)
     if tdtype is not None:  # torch understands this DLPack dtype: same memory
         y = torch.from_dlpack(r)
@@ -227,21 +250,22 @@ def test_padded_subbyte_numpy_dtype_rejected() -> None:
 
 
 def test_dtype_object_mapping() -> None:
-    assert tvmffi.DataType(torch.float8_e4m3fn) == "float8_e4m3fn"
-    assert tvmffi.DataType(torch.bfloat16).code == 4
-    assert tvmffi.DataType(torch.bool) == "bool"
-    assert tvmffi.DataType(np.float16) == "float16"
-    assert tvmffi.DataType(np.dtype("complex64")) == "complex64"
-    assert tvmffi.DataType("complex128").code == 5
-    v = tvmffi.DataType("float32x4")
-    assert (v.code, v.bits, v.lanes) == (2, 32, 4)
-    assert str(tvmffi.DataType("float8_e5m2x2")) == "float8_e5m2x2"
+    assert tvmffi.dtype(torch.float8_e4m3fn) == "float8_e4m3fn"
+    assert tvmffi.dtype(torch.bfloat16).type_code == 4
+    assert tvmffi.dtype(torch.bool) == "bool"
+    assert tvmffi.dtype(np.float16) == "float16"
+    assert tvmffi.dtype(np.dtype("complex64")) == "complex64"
+    assert tvmffi.dtype("complex128").type_code == 5
+    v = tvmffi.dtype("float32x4")
+    assert (v.type_code, v.bits, v.lanes) == (2, 32, 4)
+    assert str(tvmffi.dtype("float8_e5m2x2")) == "float8_e5m2x2"
     with pytest.raises(TypeError):
-        tvmffi.DataType(torch.qint8)
+        tvmffi.dtype(torch.qint8)
     with pytest.raises(TypeError):
-        tvmffi.DataType(np.dtype("O"))
-    with pytest.raises(TypeError):
-        tvmffi.DataType(None)
+        tvmffi.dtype(np.dtype("O"))
+    # As in the official binding, other objects are read by their str().
+    with pytest.raises(ValueError):
+        tvmffi.dtype(None)
 
 
 # ---- layouts ------------------------------------------------------------------------
@@ -251,7 +275,7 @@ def test_non_contiguous() -> None:
     r = T.echo(v)
     assert r.shape == (3, 3)
     assert r.strides == (6, 2)
-    assert r.data_ptr == v.ctypes.data
+    assert r.data_ptr() == v.ctypes.data
     b = np.from_dlpack(r)
     np.testing.assert_array_equal(b, v)
     b[0, 0] = -1
@@ -280,7 +304,7 @@ def test_negative_strides() -> None:
     v = a[::-1]
     r = T.echo(v)
     assert r.strides == (-1,)
-    assert r.data_ptr == v.ctypes.data
+    assert r.data_ptr() == v.ctypes.data
     b = np.from_dlpack(r)
     np.testing.assert_array_equal(b, v)
     b[0] = 50.0
@@ -309,7 +333,7 @@ def test_readonly_array() -> None:
     a = np.arange(3.0)
     a.flags.writeable = False
     t = tvmffi.from_dlpack(a)
-    assert t.data_ptr == a.ctypes.data
+    assert t.data_ptr() == a.ctypes.data
     # the DLPack read-only flag travels with the tensor to every consumer
     assert np.from_dlpack(t).flags.writeable is False
     assert np.from_dlpack(T.echo(a)).flags.writeable is False  # argument, then result
@@ -445,7 +469,7 @@ def test_torch_source_lifetime() -> None:
     del x
     gc.collect()
     assert ref() is not None  # the kept Tensor holds the torch tensor
-    assert arr[0].data_ptr == ptr
+    assert arr[0].data_ptr() == ptr
     assert torch.from_dlpack(arr[0]).tolist() == [0, 1, 2, 3, 4]
     del arr
     gc.collect()
@@ -479,10 +503,10 @@ def test_callback_receives_tensor() -> None:
     r = T.apply(tvmffi.to_function(cb), a)
     assert seen == [tvmffi.Tensor]
     assert a[1] == 5.0
-    assert r.data_ptr == a.ctypes.data
+    assert r.data_ptr() == a.ctypes.data
     # a callback returning a NumPy array returns a tensor sharing it
     out = T.apply(tvmffi.to_function(lambda: a))
-    assert out.data_ptr == a.ctypes.data
+    assert out.data_ptr() == a.ctypes.data
 
 
 # ---- TensorView ---------------------------------------------------------------------
@@ -491,17 +515,17 @@ def test_tensor_view() -> None:
     v = tvmffi.TensorView(a)
     assert v.shape == (2, 3) and v.strides == (3, 1) and v.ndim == 2
     assert v.dtype == "int16" and v.device == tvmffi.cpu()
-    assert v.data_ptr == a.ctypes.data
+    assert v.data_ptr() == a.ctypes.data
     r = T.echo(v)  # travels as DLTensor*, comes back as a borrowed view
     assert type(r) is tvmffi.TensorView
-    assert r.shape == (2, 3) and r.data_ptr == a.ctypes.data
+    assert r.shape == (2, 3) and r.data_ptr() == a.ctypes.data
     assert T.optional_tensor_view_has_value(v) is True
     b = np.from_dlpack(v)
     b[0, 0] = 9
     assert a[0, 0] == 9
     # converting a view into a Tensor keeps the view (and so the array) alive
     t = tvmffi.from_dlpack(v)
-    assert t.data_ptr == a.ctypes.data
+    assert t.data_ptr() == a.ctypes.data
     with pytest.raises(TypeError, match="DLPack"):
         tvmffi.TensorView(3)
 
@@ -520,10 +544,10 @@ def test_tensor_view_keeps_managed_tensor_alive() -> None:
     assert ref() is None
     x = torch.arange(4)
     vt = tvmffi.TensorView(x)
-    assert vt.data_ptr == x.data_ptr()
+    assert vt.data_ptr() == x.data_ptr()
     t = tvmffi.from_dlpack(x)
     vv = tvmffi.TensorView(t)
-    assert vv.data_ptr == x.data_ptr() and vv.shape == (4,)
+    assert vv.data_ptr() == x.data_ptr() and vv.shape == (4,)
 
 
 def test_tensor_view_of_capsules_releases_them() -> None:
@@ -551,7 +575,7 @@ def test_kept_tensor_view_becomes_tensor() -> None:
     a = np.arange(3.0)
     out = T.apply(tvmffi.to_function(lambda: tvmffi.TensorView(a)))
     assert type(out) is tvmffi.Tensor
-    assert out.data_ptr == a.ctypes.data and out.shape == (3,)
+    assert out.data_ptr() == a.ctypes.data and out.shape == (3,)
 
 
 def test_tensor_view_inside_containers_becomes_tensor() -> None:
@@ -568,7 +592,7 @@ def test_tensor_view_inside_containers_becomes_tensor() -> None:
     assert ref() is not None
     for t in (arr[0], nested[0][0], nested[1][0][0], mapping["k"]):
         assert type(t) is tvmffi.Tensor
-        assert t.data_ptr == ptr and t.shape == (6,)
+        assert t.data_ptr() == ptr and t.shape == (6,)
         np.testing.assert_array_equal(np.from_dlpack(t), np.arange(6, dtype="float32"))
     np.from_dlpack(arr[0])[2] = 42.0  # shares memory with the original array
     assert float(np.from_dlpack(mapping["k"])[2]) == 42.0
@@ -584,7 +608,7 @@ def test_tensor_view_not_accepted_where_tensor_is_kept() -> None:
     with pytest.raises(TypeError, match="DLTensor"):
         T.make_array_with_tensor(tvmffi.TensorView(x))
     arr = T.echo([tvmffi.TensorView(x)])  # the container route makes it a Tensor
-    assert T.make_array_with_tensor(arr[0])[0].data_ptr == x.ctypes.data
+    assert T.make_array_with_tensor(arr[0])[0].data_ptr() == x.ctypes.data
 
 
 def test_compact_strides_computed() -> None:
@@ -628,7 +652,7 @@ def test_official_binding_interop() -> None:
     # an official Tensor passed to our functions is its FFI object itself
     r = T.echo(ot)
     assert type(r) is tvmffi.Tensor and r.__chandle__() == ot.__chandle__()
-    assert tvmffi.from_dlpack(ot).data_ptr == a.ctypes.data
+    assert tvmffi.from_dlpack(ot).data_ptr() == a.ctypes.data
     # our Tensor passed to an official function is the same FFI object there
     # (__tvm_ffi_object__, which the official binding prefers to the DLPack
     # exchange API): it comes back as the official Tensor of the same handle
@@ -637,11 +661,11 @@ def test_official_binding_interop() -> None:
     assert isinstance(back, tvm_ffi.Tensor) and back.__chandle__() == t.__chandle__()
     assert back.data_ptr() == a.ctypes.data
     assert T.echo(back).same_as(t)
-    assert tvmffi.from_dlpack(back).data_ptr == a.ctypes.data
+    assert tvmffi.from_dlpack(back).data_ptr() == a.ctypes.data
     np.from_dlpack(back)[0] = 77
     assert a[0] == 77
     # and an official function receiving a NumPy array returns a Tensor we can take
-    assert tvmffi.from_dlpack(o_echo(a)).data_ptr == a.ctypes.data
+    assert tvmffi.from_dlpack(o_echo(a)).data_ptr() == a.ctypes.data
 
 
 # ---- misbehaving producers -------------------------------------------------------------
@@ -733,35 +757,63 @@ def test_legacy_and_versioned_producers() -> None:
             caps.append(a.__dlpack__(max_version=max_version))
             return caps[-1]
 
-    assert T.echo(Legacy()).data_ptr == a.ctypes.data
+    assert T.echo(Legacy()).data_ptr() == a.ctypes.data
     assert "used_dltensor" in repr(caps[-1])
-    assert T.echo(Versioned()).data_ptr == a.ctypes.data
+    assert T.echo(Versioned()).data_ptr() == a.ctypes.data
     assert "used_dltensor_versioned" in repr(caps[-1])
 
 
 # ---- streams ------------------------------------------------------------------------------
-def test_use_stream_sets_and_restores() -> None:
-    dev = tvmffi.cuda(0)  # the environment stream is bookkeeping: no GPU needed
-    assert tvmffi.current_stream(dev) == 0
-    with tvmffi.use_stream(dev, 0x1234) as ctx:
-        assert isinstance(ctx, tvmffi.use_stream)
-        assert tvmffi.current_stream(dev) == 0x1234
-        assert tvmffi.current_stream("cuda:1") == 0
-
-        class S:
-            cuda_stream = 0x5678
-
-        with tvmffi.use_stream("cuda:0", S()):
-            assert tvmffi.current_stream(dev) == 0x5678
-        assert tvmffi.current_stream(dev) == 0x1234
-        with pytest.raises(KeyError), tvmffi.use_stream(dev, 99):
-            assert tvmffi.current_stream(dev) == 99
+def test_use_raw_stream_sets_and_restores() -> None:
+    dev = tvmffi.device("cuda:0")  # the environment stream is bookkeeping: no GPU needed
+    assert tvmffi.get_raw_stream(dev) == 0
+    with tvmffi.use_raw_stream(dev, 0x1234) as ctx:
+        assert isinstance(ctx, tvmffi.StreamContext)
+        assert tvmffi.get_raw_stream(dev) == 0x1234
+        assert tvmffi.get_raw_stream(tvmffi.cuda(1)) == 0
+        with tvmffi.use_raw_stream(dev, ctypes.c_void_p(0x5678)):
+            assert tvmffi.get_raw_stream(dev) == 0x5678
+        assert tvmffi.get_raw_stream(dev) == 0x1234
+        with pytest.raises(KeyError), tvmffi.use_raw_stream(dev, 99):
+            assert tvmffi.get_raw_stream(dev) == 99
             raise KeyError("x")
-        assert tvmffi.current_stream(dev) == 0x1234
-    assert tvmffi.current_stream(dev) == 0
-    assert tvmffi.current_stream(tvmffi.cpu()) == 0
+        assert tvmffi.get_raw_stream(dev) == 0x1234
+    assert tvmffi.get_raw_stream(dev) == 0
+    assert tvmffi.get_raw_stream(tvmffi.cpu()) == 0
+
+    class S:
+        cuda_stream = 0x5678
+
+    # As in the official binding: raw handles only (use_torch_stream for torch's).
+    with pytest.raises(ValueError, match="use_torch_stream"):
+        tvmffi.use_raw_stream(dev, S())
+
+
+def test_stream_context_and_tvmffi_aliases() -> None:
+    dev = tvmffi.cuda(0)
+    ctx = tvmffi.StreamContext(dev, 0x42)
+    with ctx, ctx:  # re-entrant: each exit restores what its enter saw
+        assert tvmffi.get_raw_stream(dev) == 0x42
+    assert tvmffi.get_raw_stream(dev) == 0
+    # tvmffi's earlier names: use_stream also takes stream objects and device names.
+    assert tvmffi.use_stream is tvmffi.StreamContext
+    assert tvmffi.current_stream is tvmffi.get_raw_stream
+
+    class S:
+        cuda_stream = 0x5678
+
+    with tvmffi.use_stream("cuda:0", S()):
+        assert tvmffi.current_stream(dev) == 0x5678
     with pytest.raises(TypeError):
         tvmffi.use_stream(dev, "stream")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only torch error")
+def test_use_torch_stream_without_cuda_raises() -> None:
+    ctx = tvmffi.use_torch_stream()
+    with pytest.raises((AssertionError, RuntimeError)), ctx:
+        pass
+    assert tvmffi.get_raw_stream(tvmffi.cuda(0)) == 0
 
 
 def test_producer_gets_environment_stream() -> None:
@@ -780,7 +832,7 @@ def test_producer_gets_environment_stream() -> None:
     with pytest.raises(ValueError, match=r"argument 0: .*not really a GPU array"):
         T.echo(FakeCuda())
     assert calls[-1] == {"max_version": (1, 0)}
-    with tvmffi.use_stream(tvmffi.cuda(0), 0x1234), pytest.raises(ValueError):
+    with tvmffi.use_raw_stream(tvmffi.cuda(0), 0x1234), pytest.raises(ValueError):
         T.echo(FakeCuda())
     assert calls[-1] == {"max_version": (1, 0), "stream": 0x1234}
 
@@ -791,7 +843,7 @@ def test_cuda_tensor_device_recorded() -> None:
     r = T.echo(x)
     assert r.device == tvmffi.cuda(x.device.index or 0)
     assert r.__dlpack_device__() == (2, x.device.index or 0)
-    assert r.data_ptr == x.data_ptr()
+    assert r.data_ptr() == x.data_ptr()
     y = torch.from_dlpack(r)
     assert y.device == x.device and y.data_ptr() == x.data_ptr()
 
@@ -801,12 +853,12 @@ def test_calls_use_torch_current_stream() -> None:
     x = torch.zeros(4, device="cuda")
     dev = tvmffi.cuda(x.device.index or 0)
     seen: list[int] = []
-    probe = tvmffi.to_function(lambda t: seen.append(tvmffi.current_stream(dev)))
+    probe = tvmffi.to_function(lambda t: seen.append(tvmffi.get_raw_stream(dev)))
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         T.apply(probe, x)
     assert seen[-1] == s.cuda_stream
-    assert tvmffi.current_stream(dev) == 0  # restored after the call
-    with tvmffi.use_stream(dev, 0xABC), torch.cuda.stream(s):
-        T.apply(probe, x)  # an explicit use_stream wins
+    assert tvmffi.get_raw_stream(dev) == 0  # restored after the call
+    with tvmffi.use_raw_stream(dev, 0xABC), torch.cuda.stream(s):
+        T.apply(probe, x)  # an explicit stream context wins
     assert seen[-1] == 0xABC

@@ -12,7 +12,6 @@ from ._convert import convert, convert_func
 from ._core import Object
 from .container import Array, Dict, List, Map, Shape
 from .device import Device, cpu, cuda, metal, opencl, rocm, vulkan
-from .dtype import DataType
 from .error import Error, register_error
 from .function import Function, to_function
 from .module import Module, ModulePropertyMask, load_module, system_lib
@@ -36,10 +35,54 @@ from .registry import (
     register_global_func,
     remove_global_func,
 )
-from .stream import current_stream, use_stream
 from .tensor import Tensor, TensorView, from_dlpack
 
 # ---- end w13c block ---------------------------------------------------------------
+
+# ---- devices, dtypes, tensors, streams (official names; tvmffi aliases after) ----
+# isort: split
+from .device import DLDeviceType, device
+from .dtype import (  # the official dtype literals
+    DataType,
+    bfloat16,
+    bool,
+    dtype,
+    float4_e2m1fn,
+    float4_e2m1fn_x2,
+    float4_e2m1fnx2,
+    float6_e2m3fn,
+    float6_e3m2fn,
+    float8_e3m4,
+    float8_e4m3,
+    float8_e4m3b11fnuz,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from .stream import (
+    StreamContext,
+    current_stream,
+    get_raw_stream,
+    use_raw_stream,
+    use_stream,
+    use_torch_stream,
+)
+
+# ---- end of devices, dtypes, tensors, streams ----
+# isort: split
 
 __version__ = "0.1.0"
 
@@ -107,6 +150,43 @@ __all__ = [
     "use_stream",
     "utils",
     "vulkan",
+]
+
+# devices, dtypes, tensors, streams (official names)
+__all__ += [
+    "DLDeviceType",
+    "StreamContext",
+    "bfloat16",
+    "bool",
+    "device",
+    "dtype",
+    "float4_e2m1fn",
+    "float4_e2m1fn_x2",
+    "float4_e2m1fnx2",
+    "float6_e2m3fn",
+    "float6_e3m2fn",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float16",
+    "float32",
+    "float64",
+    "get_raw_stream",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "use_raw_stream",
+    "use_torch_stream",
 ]
 
 # Registers ffi.Module.load_from_bytes.tvmffi_dso (module libraries embedded in another).

@@ -1,10 +1,42 @@
-"""Devices: ``Device("cuda", 1)``, ``Device("cuda:1")``, ``Device(2, 1)``."""
+"""Devices: ``device("cuda", 1)``, ``device("cuda:1")``, ``Device(2, 1)``, ``DLDeviceType``."""
 
 from __future__ import annotations
 
+from enum import IntEnum
+
 from ._core import Device
 
-__all__ = ["Device", "cpu", "cuda", "metal", "opencl", "rocm", "vulkan"]
+__all__ = ["DLDeviceType", "Device", "cpu", "cuda", "device", "metal", "opencl", "rocm", "vulkan"]
+
+
+class DLDeviceType(IntEnum):
+    """DLPack's device type codes, as returned by :meth:`Device.dlpack_device_type`."""
+
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLOpenCL = 4
+    kDLVulkan = 7
+    kDLMetal = 8
+    kDLVPI = 9
+    kDLROCM = 10
+    kDLROCMHost = 11
+    kDLExtDev = 12
+    kDLCUDAManaged = 13
+    kDLOneAPI = 14
+    kDLWebGPU = 15
+    kDLHexagon = 16
+    kDLMAIA = 17
+    kDLTrn = 18
+
+
+def device(device_type: str | int, index: int | None = None) -> Device:
+    """Return the device ``device_type`` (a name such as ``"cuda"`` or ``"cuda:1"``, or a
+    :class:`DLDeviceType` code) with index ``index`` (default 0; an index in the name wins).
+
+    Unknown names raise ``ValueError("Unknown device: <name>")``.
+    """
+    return Device(device_type, index)
 
 
 def cpu(index: int = 0) -> Device:

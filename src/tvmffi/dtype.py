@@ -1,16 +1,59 @@
-"""Data types: ``DataType`` from strings, NumPy, ml_dtypes and torch dtypes."""
+"""Data types: ``dtype`` (a ``str`` subclass) from strings, NumPy, ml_dtypes and torch dtypes.
+
+``dtype("float32")`` is the string ``"float32"`` that also carries its DLPack
+``(type_code, bits, lanes)``; it can be passed wherever a dtype string is
+accepted (``numpy.zeros(3, dtype=tvmffi.float32)``). ``DataType`` is tvmffi's
+earlier name of the same class.
+"""
 
 from __future__ import annotations
 
+import builtins
 import sys
 from typing import Any
 
 from . import _core
-from ._core import DataType
+from ._core import dtype
 
-__all__ = ["DataType"]
+DataType = dtype
 
-_PY_SCALARS: dict[type, str] = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
+__all__ = [
+    "DataType",
+    "bfloat16",
+    "bool",
+    "dtype",
+    "float4_e2m1fn",
+    "float4_e2m1fn_x2",
+    "float4_e2m1fnx2",
+    "float6_e2m3fn",
+    "float6_e3m2fn",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+]
+
+_PY_SCALARS: dict[type, str] = {
+    builtins.bool: "bool",
+    int: "int64",
+    float: "float64",
+    complex: "complex128",
+}
 
 
 # torch dtypes whose names differ from the runtime's dtype strings.
@@ -80,8 +123,37 @@ def _dtype_string(value: Any) -> str:
     if name is None and isinstance(value, type):
         name = _PY_SCALARS.get(value)
     if name is None:
-        raise TypeError(f"cannot interpret {value!r} as a DataType")
+        # As the official binding does: any other object by its str().
+        name = str(value)
     return name
 
 
 _core.set_dtype_hook(_dtype_string)
+
+# The official binding's dtype literals.
+bool = dtype("bool")  # the official name (shadows the builtin here)
+int8 = dtype("int8")
+int16 = dtype("int16")
+int32 = dtype("int32")
+int64 = dtype("int64")
+uint8 = dtype("uint8")
+uint16 = dtype("uint16")
+uint32 = dtype("uint32")
+uint64 = dtype("uint64")
+float64 = dtype("float64")
+float32 = dtype("float32")
+float16 = dtype("float16")
+bfloat16 = dtype("bfloat16")
+float8_e3m4 = dtype("float8_e3m4")
+float8_e4m3 = dtype("float8_e4m3")
+float8_e4m3b11fnuz = dtype("float8_e4m3b11fnuz")
+float8_e4m3fn = dtype("float8_e4m3fn")
+float8_e4m3fnuz = dtype("float8_e4m3fnuz")
+float8_e5m2 = dtype("float8_e5m2")
+float8_e5m2fnuz = dtype("float8_e5m2fnuz")
+float8_e8m0fnu = dtype("float8_e8m0fnu")
+float6_e2m3fn = dtype("float6_e2m3fn")
+float6_e3m2fn = dtype("float6_e3m2fn")
+float4_e2m1fn = dtype("float4_e2m1fn")
+float4_e2m1fnx2 = dtype("float4_e2m1fnx2")
+float4_e2m1fn_x2 = float4_e2m1fnx2  # torch's spelling

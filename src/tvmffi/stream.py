@@ -1,29 +1,42 @@
-"""The runtime's environment stream: ``current_stream`` and ``use_stream``.
+"""The runtime's environment stream: ``StreamContext``, ``use_raw_stream``, ``get_raw_stream``.
 
 Kernels launched through the FFI run on the environment stream of their
-device (``TVMFFIEnvGetStream``). ``use_stream(device, stream)`` sets it for a
-``with`` block and restores the previous one on exit; blocks nest. Without an
-active ``use_stream``, a call that receives CUDA tensors from PyTorch runs on
-PyTorch's current stream for their device.
+device (``TVMFFIEnvGetStream``). ``use_raw_stream(device, stream)`` (a
+:class:`StreamContext`) sets it for a ``with`` block and restores the previous
+one on exit; blocks nest. ``use_torch_stream(ctx)`` enters a torch stream or
+CUDA graph context and makes torch's current stream the environment stream.
+Without an active stream context, a call that receives CUDA tensors from
+PyTorch runs on PyTorch's current stream for their device.
+
+``use_stream`` and ``current_stream`` are tvmffi's earlier names of
+``StreamContext`` and ``get_raw_stream``; they also take a device name and
+stream objects (``torch.cuda.Stream``, anything with ``cuda_stream`` or
+``__cuda_stream__``).
 """
 
 from __future__ import annotations
 
 import ctypes
+import sys
 from types import TracebackType
 from typing import Any
 
 from . import _core
 from ._core import Device
 
-__all__ = ["current_stream", "use_stream"]
+__all__ = [
+    "StreamContext",
+    "current_stream",
+    "get_raw_stream",
+    "use_raw_stream",
+    "use_stream",
+    "use_torch_stream",
+]
 
 
 def _device(device: Any) -> Device:
     # Device(device) converts a Device too, but allocates a copy (~75 ns more);
-    # this keeps the caller's object. Likewise the callers below pass
-    # (dlpack_device_type, index) as two reads rather than
-    # `*device._dlpack_pair()`, which measured ~60 ns slower per call.
+    # this keeps the caller's object.
     return device if isinstance(device, Device) else Device(device)
 
 
@@ -44,18 +57,22 @@ def _stream_handle(stream: Any) -> int:
     )
 
 
-def current_stream(device: Any) -> int:
-    """Return the environment stream of ``device`` (0 when none is set)."""
+def get_raw_stream(device: Any) -> int:
+    """Return the environment stream of ``device`` as an int handle (0 when none is set)."""
     dev = _device(device)
-    return int(_core.current_stream(dev.dlpack_device_type, dev.index))
+    return int(_core.current_stream(dev.dlpack_device_type(), dev.index))
 
 
-class use_stream:
+current_stream = get_raw_stream
+
+
+class StreamContext:
     """Context manager that makes ``stream`` the environment stream of ``device``.
 
-    ``stream`` is an int handle (e.g. a ``cudaStream_t``) or an object with a
-    ``cuda_stream`` attribute (``torch.cuda.Stream``, ``cupy.cuda.Stream``).
-    The previous stream is restored on exit.
+    ``stream`` is an int handle (e.g. a ``cudaStream_t``) or a ``ctypes.c_void_p``;
+    tvmffi also takes objects with a ``cuda_stream`` attribute
+    (``torch.cuda.Stream``, ``cupy.cuda.Stream``) or ``__cuda_stream__``. The
+    previous stream is restored on exit; the same context may be re-entered.
     """
 
     def __init__(self, device: Any, stream: Any) -> None:
@@ -63,9 +80,9 @@ class use_stream:
         self.stream = _stream_handle(stream)
         self._saved: list[int] = []
 
-    def __enter__(self) -> use_stream:
+    def __enter__(self) -> StreamContext:
         dev = self.device
-        self._saved.append(_core.stream_push(dev.dlpack_device_type, dev.index, self.stream))
+        self._saved.append(_core.stream_push(dev.dlpack_device_type(), dev.index, self.stream))
         return self
 
     def __exit__(
@@ -75,4 +92,66 @@ class use_stream:
         tb: TracebackType | None,
     ) -> None:
         dev = self.device
-        _core.stream_pop(dev.dlpack_device_type, dev.index, self._saved.pop())
+        _core.stream_pop(dev.dlpack_device_type(), dev.index, self._saved.pop())
+
+
+use_stream = StreamContext
+
+
+def use_raw_stream(device: Any, stream: int | ctypes.c_void_p) -> StreamContext:
+    """Return a :class:`StreamContext` making the raw handle ``stream`` (an int or
+    ``ctypes.c_void_p``) the environment stream of ``device``.
+
+    Other stream objects raise ``ValueError``; use :func:`use_torch_stream` for
+    torch streams and CUDA graphs.
+    """
+    if not isinstance(stream, (int, ctypes.c_void_p)):
+        raise ValueError(
+            "use_raw_stream only accepts int or c_void_p as stream input, "
+            "try use_torch_stream when using torch.cuda.Stream or torch.cuda.graph"
+        )
+    return StreamContext(device, stream)
+
+
+class TorchStreamContext:
+    """Enters a torch stream or CUDA graph context, then makes torch's current
+    CUDA stream the environment stream of its device until exit."""
+
+    def __init__(self, context: Any) -> None:
+        self.torch_context = context
+        self._ffi: StreamContext | None = None
+
+    def __enter__(self) -> TorchStreamContext:
+        torch = sys.modules["torch"]
+        if self.torch_context:
+            self.torch_context.__enter__()
+        cur = torch.cuda.current_stream()
+        self._ffi = StreamContext(Device(str(cur.device)), cur.cuda_stream)
+        self._ffi.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.torch_context:
+            self.torch_context.__exit__(exc_type, exc, tb)
+        if self._ffi is not None:
+            self._ffi.__exit__(exc_type, exc, tb)
+            self._ffi = None
+
+
+def use_torch_stream(context: Any = None) -> TorchStreamContext:
+    """Return a context that enters ``context`` (``torch.cuda.stream(s)``,
+    ``torch.cuda.graph(g)``, or ``None`` for torch's current stream) and makes
+    torch's current CUDA stream the environment stream.
+
+    Raises ``ImportError`` when torch cannot be imported.
+    """
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        raise ImportError("Cannot import torch") from e
+    return TorchStreamContext(context)

@@ -49,9 +49,9 @@ __all__ = ["Tensor", "TensorView", "from_dlpack"]
 # Kept as a Python function rather than re-exporting _core.from_dlpack: the C
 # function's docstring is a one-line signature and it has no inspectable signature.
 def from_dlpack(
-    obj: Any, *, require_alignment: int = 0, require_contiguous: bool = False
+    ext_tensor: Any, *, require_alignment: int = 0, require_contiguous: bool = False
 ) -> Tensor:
-    """Import ``obj`` (a DLPack producer or capsule) as a :class:`Tensor` without copying.
+    """Import ``ext_tensor`` (a DLPack producer or capsule) as a :class:`Tensor` without copying.
 
     The versioned DLPack protocol is used when the producer supports it, the
     legacy one otherwise. ``require_alignment`` (bytes) and
@@ -59,5 +59,5 @@ def from_dlpack(
     them.
     """
     return _core.from_dlpack(
-        obj, require_alignment=require_alignment, require_contiguous=require_contiguous
+        ext_tensor, require_alignment=require_alignment, require_contiguous=require_contiguous
     )

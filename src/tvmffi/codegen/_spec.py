@@ -46,7 +46,7 @@ DTYPES: dict[str, DTypeInfo] = {
 # DLPack device type codes of the device names a Tensor spec accepts (the codes
 # come from tvmffi.Device, the one place that maps names to DLPack).
 DEVICES: dict[str, int] = {
-    name: Device(name).dlpack_device_type
+    name: Device(name).dlpack_device_type()
     for name in ("cpu", "cuda", "cuda_host", "opencl", "vulkan", "metal", "rocm")
 }
 
