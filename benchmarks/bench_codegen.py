@@ -34,12 +34,13 @@ import numpy as np
 from _harness import Case, floor_ns, machine, measure, table
 
 import tvmffi
-from tvmffi import codegen
-from tvmffi.codegen import Scalar, Signature, Tensor, Var
 
-# The runtime's headers and library, and the compilers ($CC/$CXX honoured), that
-# codegen.build itself uses: both libraries are built alike.
-from tvmffi.codegen._build import _tool, _wheel_dirs
+# Both libraries are built by tvmffi's one build system (codegen.build and
+# tvmffi.cpp.build): same compilers ($CC/$CXX honoured), flags and runtime.
+import tvmffi.cpp
+from tvmffi import codegen, libinfo
+from tvmffi._build import toolchain
+from tvmffi.codegen import Scalar, Signature, Tensor, Var
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -78,16 +79,10 @@ def build_both(work: str) -> tuple[str, str]:
     codegen.build([(sig, "add3_kernel")], sources=[KERNEL], name="add3", output_dir=work)
     (gen_dir,) = [d for d in os.listdir(work) if d.startswith("add3-")]
     generated = os.path.join(work, gen_dir, "libadd3.so")
-    include, lib_dir = _wheel_dirs()
     src = os.path.join(work, "add3_cpp.cc")
     with open(src, "w") as f:
         f.write(CPP)
-    cpp = os.path.join(work, "libadd3_cpp.so")
-    subprocess.run(
-        [_tool("c++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-o", cpp, src, "-I", include,
-         f"-L{lib_dir}", "-ltvm_ffi", f"-Wl,-rpath,{lib_dir}"],
-        check=True,
-    )
+    cpp = tvmffi.cpp.build("add3_cpp", sources=[src], build_directory=os.path.join(work, "cpp"))
     return generated, cpp
 
 
@@ -140,10 +135,10 @@ def instruction_counts(work: str, generated: str, cpp: str) -> list[tuple[str, f
     """Instructions per call inside each exported symbol, from the C driver under callgrind."""
     if shutil.which("valgrind") is None:
         return []
-    include, _ = _wheel_dirs()
+    include = libinfo.find_include_path()
     driver = os.path.join(work, "codegen_driver")
     subprocess.run(
-        [_tool("c"), "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", driver,
+        [toolchain.compiler("c"), "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", driver,
          os.path.join(HERE, "codegen_driver.c"), "-I", include, "-ldl"],
         check=True,
     )

@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 
 import tvmffi
-from tvmffi import codegen
-from tvmffi.codegen import EnvStream, Scalar, Signature, Tensor, Var, _build, emit_c
+from tvmffi import _build, codegen, libinfo
+from tvmffi._build import toolchain
+from tvmffi.codegen import EnvStream, Scalar, Signature, Tensor, Var, emit_c
 
-INCLUDE, LIB_DIR = _build._wheel_dirs()
+INCLUDE, LIB_DIR = libinfo.find_include_path(), toolchain.lib_dir()
 
 DTYPE_CASES: dict[str, Any] = {
     "bool": np.bool_,
@@ -829,7 +830,7 @@ def test_cuda_spec_emits_device_and_stream_checks() -> None:
 @pytest.fixture(scope="module")
 def cuda_mod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tvmffi.Module]:
     try:
-        _build._tool("cuda")
+        toolchain.compiler("cuda")
     except RuntimeError:
         pytest.skip("nvcc not found")
     tmp = tmp_path_factory.mktemp("cuda")

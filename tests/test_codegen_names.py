@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 import tvmffi
-from tvmffi import codegen
-from tvmffi.codegen import Scalar, Signature, Tensor, Var, _build, _spec
+from tvmffi import codegen, libinfo
+from tvmffi._build import toolchain
+from tvmffi.codegen import Scalar, Signature, Tensor, Var, _spec
 
 # The headers of the generated wrapper (its prelude) and of `inline` kernels.
 HEADERS = [
@@ -39,10 +40,10 @@ C_KEYWORDS = {
 def header_identifiers() -> list[str]:
     """Every identifier (macro or declared) the headers bring in, as the compiler sees them."""
     try:
-        cc = _build._tool("c")
+        cc = toolchain.compiler("c")
     except RuntimeError:
         pytest.skip("no C compiler")
-    include, _ = _build._wheel_dirs()
+    include = libinfo.find_include_path()
     text = "".join(f"#include <{h}>\n" for h in HEADERS)
     names: set[str] = set()
     for mode in ("-P", "-dM"):  # declarations after preprocessing; macro definitions

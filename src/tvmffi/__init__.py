@@ -194,8 +194,8 @@ from . import _embedded_loader  # noqa: E402, F401
 
 
 def __getattr__(name: str) -> object:
-    """Import ``tvmffi.codegen`` on first use, so ``import tvmffi`` stays light."""
-    if name == "codegen":
+    """Import ``tvmffi.codegen``, ``cpp`` and ``utils`` on first use: the import stays light."""
+    if name in ("codegen", "cpp", "utils"):
         import importlib
 
         return importlib.import_module(".codegen", __name__)

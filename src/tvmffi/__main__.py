@@ -1,4 +1,4 @@
-"""Command line tools: ``python -m tvmffi inspect PATH``."""
+"""Command line tools: ``python -m tvmffi inspect PATH`` and ``python -m tvmffi config ...``."""
 
 from __future__ import annotations
 
@@ -66,7 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_inspect = sub.add_parser("inspect", help="show a module library's kind, functions, imports")
     p_inspect.add_argument("path")
-    args = parser.parse_args(argv)
+    # `config` takes the options of python -m tvmffi.config (tvmffi/config.py parses them).
+    sub.add_parser("config", help="print include/library paths and flags (--help for options)",
+                   add_help=False)
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "config":
+        from .config import main as config_main
+
+        config_main(rest)
+        return 0
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "inspect":
         return _inspect(args.path)
     return 2  # pragma: no cover

@@ -1,7 +1,9 @@
 """``python -m tvmffi.config``: paths and flags for compiling against the TVM FFI runtime.
 
 The same options and output as the official ``tvm-ffi-config``
-(``python -m tvm_ffi.config``), answered from :mod:`tvmffi.libinfo`.
+(``python -m tvm_ffi.config``), answered from :mod:`tvmffi.libinfo`; also
+``python -m tvmffi config ...``. The flags are functions too: :func:`cflags`,
+:func:`cxxflags`, :func:`ldflags`, :func:`libs`.
 """
 
 from __future__ import annotations
@@ -31,9 +33,29 @@ def _libdir() -> str:
     return str(Path(libinfo.find_libtvm_ffi()).parent)
 
 
+# The flags as functions, for build scripts written in Python.
+def cflags() -> str:
+    """C compile flags: ``-I`` the runtime's and DLPack's include directories."""
+    return f"-I{libinfo.find_include_path()} -I{libinfo.find_dlpack_include_path()}"
+
+
+def cxxflags() -> str:
+    """C++ compile flags: :func:`cflags` and the standard the headers need (C++17)."""
+    return f"{cflags()} -std=c++17"
+
+
+def ldflags() -> str:
+    """Link flags: ``-L`` the library directory (:func:`libs` names the library)."""
+    return f"-L{_libdir()}"
+
+
+def libs() -> str:
+    """The library to link: ``-ltvm_ffi`` (the import library's path on Windows)."""
+    return libinfo.find_windows_implib() if sys.platform.startswith("win32") else "-ltvm_ffi"
+
+
 def _lines(args: argparse.Namespace) -> list[str]:
     windows = sys.platform.startswith("win32")
-    include = f"-I{libinfo.find_include_path()} -I{libinfo.find_dlpack_include_path()}"
     out: list[str] = []
     # Printed in this order, whatever order the options were given in.
     answers = (
@@ -44,15 +66,15 @@ def _lines(args: argparse.Namespace) -> list[str]:
         ("libfiles", libinfo.find_windows_implib if windows else libinfo.find_libtvm_ffi),
         ("sourcedir", libinfo.find_source_path),
         ("cython_lib_path", libinfo.find_cython_lib),
-        ("cxxflags", lambda: include + " -std=c++17"),
-        ("cflags", lambda: include),
-        ("libs", libinfo.find_windows_implib if windows else (lambda: "-ltvm_ffi")),
+        ("cxxflags", cxxflags),
+        ("cflags", cflags),
+        ("libs", libs),
     )
     for name, answer in answers:
         if getattr(args, name):
             out.append(answer())
     if args.ldflags and not windows:
-        out.append(f"-L{_libdir()}")
+        out.append(ldflags())
     return out
 
 

@@ -14,11 +14,12 @@ writes the ``__tvm_ffi__library_bin`` layout used to embed modules.
 from __future__ import annotations
 
 from . import library_bin
-from ._build import build, export_object, inline
 from ._emit import emit_c
+from ._library import CompileError, build, export_object, inline
 from ._spec import EnvStream, Scalar, Signature, Tensor, Var
 
 __all__ = [
+    "CompileError",
     "EnvStream",
     "Scalar",
     "Signature",

@@ -2,4 +2,7 @@
 
 from . import kwargs_wrapper
 
-__all__ = ["kwargs_wrapper"]
+# --- build utilities (issue 14): FileLock; embed_cubin is the submodule utils.embed_cubin ---
+from .lockfile import FileLock
+
+__all__ = ["FileLock", "kwargs_wrapper"]

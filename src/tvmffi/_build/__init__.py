@@ -1,0 +1,16 @@
+"""The one build system of tvmffi: ``tvmffi.cpp`` and ``tvmffi.codegen`` both build here.
+
+- :mod:`.toolchain`: compiler discovery (``$CC``/``$CXX``/``$NVCC``), default flags,
+  the runtime's include and library directories, CUDA architecture;
+- :mod:`.engine`: a :class:`Job` compiled in parallel and linked, cached by a stamp,
+  serialized by a file lock, published atomically, with feedback on slow builds;
+- :mod:`.errors`: :class:`CompileError`, with undefined symbols named and explained.
+"""
+
+from __future__ import annotations
+
+from .engine import Job, Unit, build, stats
+from .errors import CompileError
+from .toolchain import LANG_OF_SUFFIX
+
+__all__ = ["LANG_OF_SUFFIX", "CompileError", "Job", "Unit", "build", "stats"]

@@ -1,0 +1,87 @@
+"""Build failures a user can act on: the compiler's own words, the command, the file.
+
+A link that leaves symbols undefined is reported with the symbols' names and
+what usually causes each (see :func:`undefined_symbols_hint`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+
+__all__ = ["CompileError"]
+
+# GNU ld: "undefined reference to `foo'"; lld: "undefined symbol: foo".
+_UNDEFINED = re.compile(r"undefined reference to [`'\u2018]([^'`\u2019]+)['\u2019]"
+                        r"|undefined symbol: (\S+)")
+
+
+class CompileError(RuntimeError):
+    """A compile or link step failed.
+
+    The message holds the command, the compiler's output, the file it was
+    building and, for generated code, where that code was written. Attributes:
+    ``path`` (the file compiled, or the library being linked), ``output`` (the
+    tool's output), ``command`` (the argument list) and ``undefined_symbols``
+    (names a link left undefined; empty otherwise).
+    """
+
+    def __init__(self, message: str, path: str, output: str, command: list[str] | None = None,
+                 undefined_symbols: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.path = path
+        self.output = output
+        self.command = list(command or [])
+        self.undefined_symbols = undefined_symbols
+
+
+def undefined_symbols(output: str) -> tuple[str, ...]:
+    """The distinct symbol names a linker's output reports as undefined, in order."""
+    seen: dict[str, None] = {}
+    for match in _UNDEFINED.finditer(output):
+        seen.setdefault(match.group(1) or match.group(2))
+    return tuple(seen)
+
+
+def _defined_mangled(objects: list[str]) -> set[str]:
+    """Defined global symbols of ``objects`` (``nm``); empty when nm is unavailable."""
+    try:
+        proc = subprocess.run(["nm", "-P", "--defined-only", "-g", *objects],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {line.split()[0] for line in proc.stdout.splitlines() if line.split()}
+
+
+def undefined_symbols_hint(names: tuple[str, ...], objects: list[str]) -> str:
+    """Lines saying, for each undefined symbol, its likely cause and fix."""
+    defined = _defined_mangled(objects) if objects else set()
+    lines = [f"undefined symbol{'s' if len(names) > 1 else ''}: {', '.join(names)} "
+             "(the library would fail to load or crash on its first call)"]
+    for name in names:
+        mangled = sorted(s for s in defined if s.startswith(f"_Z{len(name)}{name}"))
+        if mangled:
+            lines.append(f"  {name}: defined with C++ linkage ({mangled[0]}) but called with C "
+                         f'linkage: declare it extern "C" in its C++/CUDA source')
+        elif name.startswith(("GOMP_", "omp_", "__kmpc_")):
+            lines.append(f"  {name}: OpenMP runtime: add -fopenmp to the linker flags "
+                         "(extra_ldflags)")
+        elif name.startswith(("cuda", "__cuda")):
+            lines.append(f"  {name}: CUDA runtime: link it (extra_ldflags=['-lcudart'])")
+        elif name.startswith(("__asan", "__ubsan", "__tsan")):
+            lines.append(f"  {name}: sanitizer runtime: pass the -fsanitize flag to the linker "
+                         "too (extra_ldflags)")
+        elif name.startswith("Py"):
+            lines.append(f"  {name}: provided by the Python process: link with -Wl,-z,undefs "
+                         "(extra_ldflags) to leave it to load time")
+        else:
+            lines.append(f"  {name}: not defined by any source or library linked: check its "
+                         "spelling, that its definition is compiled, and that its library is "
+                         "linked (extra_ldflags, e.g. -lfoo)")
+    return "\n".join(lines)
+
+
+def command_text(cmd: list[str]) -> str:
+    """A shell-pasteable rendering of ``cmd``."""
+    return " ".join(shlex.quote(part) for part in cmd)

@@ -1,0 +1,265 @@
+"""Compile generated wrappers and kernel sources into a module library (or an object file).
+
+This is codegen's front end to :mod:`tvmffi._build`, the one build system of the
+package (the one ``tvmffi.cpp`` uses): it turns ``(Signature, kernel)`` pairs and
+kernel sources into a build job. The wrappers are C; kernel sources may be C
+text, C++ or CUDA text, or ``.c``/``.cc``/``.cpp``/``.cu`` files (compiled where they
+lie, so their relative ``#include``\\ s work). Libraries are cached under
+``output_dir`` in a directory named after the library and a digest of the inputs,
+so a second :func:`build` of the same inputs only loads the library; a kernel
+that the link cannot find (misspelled, or defined in C++ without ``extern "C"``)
+fails the build with a :class:`~tvmffi._build.CompileError` naming it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from os import PathLike
+from typing import Union
+
+from .. import _build
+from .._build import CompileError, Job, Unit
+from ..function import Function
+from ..module import Module, load_module
+from ._emit import emit_c, kernel_prototype
+from ._spec import Signature, check_identifier
+
+__all__ = ["CompileError", "build", "export_object", "inline"]
+
+SourceLike = Union[str, "PathLike[str]"]
+
+_WRAPPERS = "tvmffi_wrappers.c"
+_LIBRARY_BIN_SOURCE = "tvmffi_library_bin.c"
+_FILE_LANGS = {".c": "c", ".cc": "c++", ".cpp": "c++", ".cxx": "c++", ".cu": "cuda"}
+_TEXT_SUFFIX = {"c": ".c", "c++": ".cc", "cuda": ".cu"}
+# Only the __tvm_ffi_ symbols leave the library; wrapper-to-kernel calls skip the PLT.
+_HIDDEN = "-fvisibility=hidden"
+
+
+def _cache_root(output_dir: str | PathLike[str] | None) -> str:
+    if output_dir is not None:
+        return os.path.abspath(os.fspath(output_dir))
+    env = os.environ.get("TVMFFI_CACHE_DIR")
+    if env:
+        return os.path.abspath(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.abspath(os.path.join(base, "tvmffi", "codegen"))
+
+
+def _normalize_functions(functions: object) -> list[tuple[Signature, str]]:
+    if isinstance(functions, (str, bytes)) or not isinstance(functions, Iterable):
+        raise TypeError("functions must be a list of (Signature, kernel_name) pairs")
+    out: list[tuple[Signature, str]] = []
+    names: set[str] = set()
+    for item in functions:
+        if (
+            not isinstance(item, tuple)
+            or len(item) != 2
+            or not isinstance(item[0], Signature)
+            or not isinstance(item[1], str)
+        ):
+            raise TypeError(f"functions items must be (Signature, kernel_name) pairs, got {item!r}")
+        sig, kernel = item
+        if sig.name in names:
+            raise ValueError(f"two functions are named {sig.name!r}")
+        names.add(sig.name)
+        out.append((sig, kernel))
+    return out
+
+
+def _is_path(src: object) -> bool:
+    return isinstance(src, PathLike) or (
+        isinstance(src, str) and "\n" not in src and os.path.splitext(src)[1] in _FILE_LANGS
+    )
+
+
+def _sources(sources: Sequence[SourceLike], lang: str, what: str,
+             generated: dict[str, str], units: list[Unit]) -> None:
+    """Add ``sources`` (text in ``lang``, or files by suffix) to the job's units."""
+    if isinstance(sources, (str, bytes, PathLike)):
+        sources = [sources]
+    for src in sources:
+        if _is_path(src):
+            path = os.path.abspath(os.fspath(src))
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"kernel source not found: {path}")
+            ext = os.path.splitext(path)[1]
+            if ext not in _FILE_LANGS:
+                raise ValueError(f"unknown source type {ext!r} for {path} (use .c, .cc, .cpp, .cu)")
+            units.append(Unit(path, _FILE_LANGS[ext]))
+        elif isinstance(src, str):
+            name = f"source{len(units)}{_TEXT_SUFFIX[lang]}"
+            generated[name] = src
+            units.append(Unit(name, lang))
+        else:
+            raise TypeError(f"{what} must be source strings or paths, got {type(src).__name__}")
+
+
+def _strings(flags: Sequence[str], what: str) -> list[str]:
+    if isinstance(flags, str):
+        raise TypeError(f"{what} must be a sequence of strings, not a str")
+    out = [str(f) for f in flags]
+    return out
+
+
+def _job(
+    name: str,
+    functions: object,
+    sources: Sequence[SourceLike],
+    cpp_sources: Sequence[str],
+    cuda_sources: Sequence[str],
+    extra_cflags: Sequence[str],
+    extra_cuda_cflags: Sequence[str],
+    extra_ldflags: Sequence[str],
+    extra_include_paths: Sequence[str | PathLike[str]],
+    output: str,
+    verbose: bool | None,
+) -> Job:
+    pairs = _normalize_functions(functions)
+    generated = {_WRAPPERS: "\n".join(emit_c(sig, kernel) for sig, kernel in pairs)}
+    units = [Unit(_WRAPPERS, "c")]
+    _sources(sources, "c", "sources", generated, units)
+    _sources(cpp_sources, "c++", "cpp_sources", generated, units)
+    _sources(cuda_sources, "cuda", "cuda_sources", generated, units)
+    cflags = _strings(extra_cflags, "extra_cflags")
+    return Job(
+        name=name,
+        units=units,
+        output=output,
+        generated=generated,
+        cflags=[_HIDDEN, "-std=c11", *cflags],
+        cxxflags=[_HIDDEN, *cflags],
+        cuda_cflags=["-Xcompiler", _HIDDEN, *_strings(extra_cuda_cflags, "extra_cuda_cflags")],
+        ldflags=_strings(extra_ldflags, "extra_ldflags"),
+        include_paths=[os.path.abspath(os.fspath(p)) for p in extra_include_paths],
+        note=("wrapper", _WRAPPERS),
+        verbose=verbose,
+    )
+
+
+def _embed(job: Job, embed: Sequence[str | PathLike[str]]) -> None:
+    """Add the embedded libraries' ``__tvm_ffi__library_bin`` array as one more C source."""
+    paths = [os.path.abspath(os.fspath(p)) for p in embed]
+    if not paths:
+        return
+    from ._embed import embed_library_bin, library_bin_to_c
+
+    tree = embed_library_bin(paths)
+    note = "embeds: " + ", ".join(os.path.basename(p) for p in paths)
+    # The C array holds about four characters per embedded byte; the key hashes the
+    # bytes and the array is rendered only when compiling.
+    payload = tree.to_bytes()
+    job.deferred[_LIBRARY_BIN_SOURCE] = (
+        hashlib.sha256(note.encode() + payload).digest(),
+        lambda: library_bin_to_c(tree, comment=note),
+    )
+    job.units.append(Unit(_LIBRARY_BIN_SOURCE, "c"))
+
+
+def build(
+    functions: Sequence[tuple[Signature, str]],
+    *,
+    sources: Sequence[SourceLike] = (),
+    name: str,
+    output_dir: str | PathLike[str] | None = None,
+    extra_cflags: Sequence[str] = (),
+    embed: Sequence[str | PathLike[str]] = (),
+    cpp_sources: Sequence[str] = (),
+    cuda_sources: Sequence[str] = (),
+    extra_cuda_cflags: Sequence[str] = (),
+    extra_ldflags: Sequence[str] = (),
+    extra_include_paths: Sequence[str | PathLike[str]] = (),
+    verbose: bool | None = None,
+) -> Module:
+    """Compile validated wrappers for ``functions`` plus kernel sources into a library; load it.
+
+    ``functions`` is a list of ``(Signature, kernel_name)``. Kernels (with C
+    linkage) come from ``sources`` (C source text, or paths of
+    ``.c``/``.cc``/``.cpp``/``.cu`` files), ``cpp_sources`` (C++ text) and
+    ``cuda_sources`` (CUDA text, compiled by nvcc). ``extra_cflags`` go to the C and
+    C++ compilers, ``extra_cuda_cflags`` to nvcc, ``extra_ldflags`` to the link (e.g.
+    ``-fopenmp``, ``-lfoo``), ``extra_include_paths`` to every compile. ``embed``
+    lists other module libraries to embed as custom modules
+    (``__tvm_ffi__library_bin``). The library is cached in ``output_dir`` (default
+    ``$TVMFFI_CACHE_DIR`` or ``~/.cache/tvmffi/codegen``) under a digest of all
+    inputs: building the same inputs again only loads it. ``verbose``: ``True``
+    prints each command, ``False`` nothing, ``None`` (default) one line when a
+    build takes over a second (``$TVMFFI_BUILD_VERBOSE`` decides when set).
+    Failures raise :class:`CompileError` (a ``RuntimeError``) with the compiler's
+    output, the command, the file and the generated wrapper's path; a kernel the
+    link cannot find is named.
+    """
+    check_identifier(name, "library name")
+    job = _job(name, functions, sources, cpp_sources, cuda_sources, extra_cflags,
+               extra_cuda_cflags, extra_ldflags, extra_include_paths, f"lib{name}.so", verbose)
+    _embed(job, embed)
+    build_dir = os.path.join(_cache_root(output_dir), f"{name}-{job.key()[:20]}")
+    return load_module(_build.build(job, build_dir))
+
+
+def export_object(
+    functions: Sequence[tuple[Signature, str]],
+    *,
+    sources: Sequence[SourceLike] = (),
+    path: str | PathLike[str],
+    extra_cflags: Sequence[str] = (),
+) -> str:
+    """Compile the wrappers and ``sources`` into one relocatable object file at ``path``.
+
+    For linking into your own library (which must link ``libtvm_ffi``); the
+    object exports ``__tvm_ffi_<name>`` plus its metadata and doc symbols.
+    Returns the path written.
+    """
+    out = os.path.abspath(os.fspath(path))
+    job = _job("export", functions, sources, (), (), extra_cflags, (), (), (), "export.o", None)
+    # A private directory: the error of a failed build names files in it, so it stays then.
+    work = tempfile.mkdtemp(prefix=".tvmffi-export-")
+    shutil.copyfile(_build.build(job, work), out)
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def inline(
+    signature: Signature,
+    body: str,
+    *,
+    output_dir: str | PathLike[str] | None = None,
+    extra_cflags: Sequence[str] = (),
+    extra_ldflags: Sequence[str] = (),
+) -> Function:
+    """Build ``signature`` with a kernel written as a C function body and return the function.
+
+    Inside ``body`` the parameters carry their own names: tensors are typed data
+    pointers, scalars C values, symbolic Vars ``int64_t`` and EnvStreams
+    ``void*``. The body may ``return`` a non-zero value after raising an error
+    with ``TVMFFIErrorSetRaisedFromCStr``; falling off its end returns 0.
+    """
+    if not isinstance(signature, Signature):
+        raise TypeError(f"inline expects a Signature, not {type(signature).__name__}")
+    if not isinstance(body, str):
+        raise TypeError(f"inline expects the kernel body as a str, not {type(body).__name__}")
+    kernel = f"{signature.name}_kernel"
+    # A parameter may share its name with a macro of these headers (INT32_MAX,
+    # DLPACK_MAJOR_VERSION): inside the body the name means the parameter.
+    names = [p.name for p in signature.params] + [v.name for v in signature.vars]
+    undefs = [f"#ifdef {n}\n#undef {n}\n#endif" for n in names]
+    source = "\n".join([
+        "#include <stdbool.h>",
+        "#include <stddef.h>",
+        "#include <stdint.h>",
+        "#include <tvm/ffi/c_api.h>",
+        *undefs,
+        "",
+        f"{kernel_prototype(signature, kernel)} {{",
+        body,
+        "  return 0;",
+        "}",
+        "",
+    ])
+    mod = build([(signature, kernel)], sources=[source], name=signature.name,
+                output_dir=output_dir, extra_cflags=extra_cflags, extra_ldflags=extra_ldflags)
+    return mod[signature.name]

@@ -1,0 +1,335 @@
+"""Build C, C++ and CUDA sources into TVM FFI modules: ``load_inline``, ``build_inline``,
+``build``, ``load``, with the official ``tvm_ffi.cpp`` signatures and behaviour.
+
+Everything is compiled by :mod:`tvmffi._build` (the build system ``tvmffi.codegen``
+uses too). What tvmffi adds on top of the official behaviour:
+
+- an unchanged build is a load without starting any process (the official one
+  runs ninja every time), also with an explicit ``build_directory``;
+- a symbol left undefined by the link (a function declared but not defined, a
+  library not linked, ``-fopenmp`` missing from ``extra_ldflags``) fails the build
+  with a :class:`~tvmffi._build.CompileError` naming it, instead of failing at load
+  time; pass ``extra_ldflags=["-Wl,-z,undefs"]`` for symbols that the process
+  provides at load time (the Python C API, say);
+- a failed build leaves nothing a later build would take for its result;
+- a build longer than a second says what it compiles and where, on stderr
+  (``TVMFFI_BUILD_VERBOSE=0`` silences it, ``=1`` shows every command);
+- without a GPU (no ``nvidia-smi``) and without ``TVM_FFI_CUDA_ARCH_LIST``, CUDA
+  sources compile for nvcc's default architecture instead of failing.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .._build import LANG_OF_SUFFIX, Job, Unit
+from .._build import build as _run_job
+from ..module import Module, load_module
+
+__all__ = ["build", "build_inline", "load", "load_inline"]
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_HEADERS = (
+    "#include <tvm/ffi/container/tensor.h>",
+    "#include <tvm/ffi/dtype.h>",
+    "#include <tvm/ffi/error.h>",
+    "#include <tvm/ffi/extra/c_env_api.h>",
+    "#include <tvm/ffi/function.h>",
+)
+
+
+def _as_list(value: Sequence[str] | str | None, what: str) -> list[str]:
+    """``None`` -> [], a str -> [it], a sequence of str -> a list (flags stripped by callers)."""
+    if value is None:
+        return []
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(value)]
+    items = list(value)
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)):
+            raise TypeError(f"{what} must be strings, got {type(item).__name__}: {item!r}")
+    return [os.fspath(item) for item in items]
+
+
+def _flags(value: Sequence[str] | None, what: str) -> list[str]:
+    return [flag.strip() for flag in _as_list(value, what)]
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or "\0" in name:
+        raise ValueError(f"module name must be a non-empty file name, got {name!r}")
+    return name
+
+
+def _check_backend(backend: str | None) -> None:
+    if backend not in (None, "cuda", "hip"):
+        raise ValueError(f"Invalid backend: {backend}. Supported backends are 'cuda' and 'hip'.")
+    if backend == "hip":
+        raise NotImplementedError("tvmffi builds CUDA sources with nvcc; HIP is not supported")
+
+
+def _function_docs(functions: Mapping[str, str] | Sequence[str] | str | None) -> dict[str, str]:
+    if functions is None:
+        docs: dict[str, str] = {}
+    elif isinstance(functions, str):
+        docs = {functions: ""}
+    elif isinstance(functions, Mapping):
+        docs = {k: (v if v is not None else "") for k, v in functions.items()}
+    else:
+        docs = dict.fromkeys(functions, "")
+    for name, doc in docs.items():
+        if not isinstance(name, str) or not _IDENTIFIER.match(name):
+            raise ValueError(f"function names must be C++ identifiers, got {name!r}")
+        if not isinstance(doc, str):
+            raise TypeError(f"the docstring of {name!r} must be a str, got {type(doc).__name__}")
+    return docs
+
+
+def _cpp_string(text: str) -> str:
+    """``text`` as a C++ string literal: printable ASCII kept, every other byte escaped."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"docstring is not valid Unicode text: {err}") from err
+    out = []
+    for byte in data:
+        ch = chr(byte)
+        if ch in '"\\' or not 0x20 <= byte < 0x7F or ch == "?":  # "?": no trigraphs
+            out.append(f"\\{byte:03o}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _decorate(source: str, docs: Mapping[str, str]) -> str:
+    """The source with the FFI headers before it and one export per function after it."""
+    lines = [*_HEADERS, "", source, ""]
+    for name, doc in docs.items():
+        lines.append(f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({name}, {name});")
+        if doc:
+            lines.append(f"TVM_FFI_DLL_EXPORT_TYPED_FUNC_DOC({name}, {_cpp_string(doc)});")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _cache_root() -> str:
+    env = os.environ.get("TVM_FFI_CACHE_DIR")
+    return os.path.expanduser(env) if env else os.path.expanduser("~/.cache/tvm-ffi")
+
+
+def _output_name(name: str, output: str | None) -> str:
+    return Path(output).name if output is not None else f"{name}.so"
+
+
+def _run(job: Job, build_directory: str | os.PathLike[str] | None) -> str:
+    if build_directory is None:
+        build_dir = os.path.join(_cache_root(), f"{job.name}_{job.key()[:16]}")
+    else:
+        build_dir = os.path.abspath(os.fspath(build_directory))
+    return _run_job(job, build_dir)
+
+
+def _load(path: str, keep_module_alive: bool) -> Module:
+    if "keep_module_alive" in inspect.signature(load_module).parameters:
+        return load_module(path, keep_module_alive=keep_module_alive)  # type: ignore[call-arg]
+    return load_module(path)
+
+
+def build_inline(
+    name: str,
+    *,
+    cpp_sources: Sequence[str] | str | None = None,
+    cuda_sources: Sequence[str] | str | None = None,
+    functions: Mapping[str, str] | Sequence[str] | str | None = None,
+    extra_cflags: Sequence[str] | None = None,
+    extra_cuda_cflags: Sequence[str] | None = None,
+    extra_ldflags: Sequence[str] | None = None,
+    extra_include_paths: Sequence[str] | None = None,
+    build_directory: str | None = None,
+    embed_cubin: Mapping[str, bytes] | None = None,
+    backend: str | None = None,
+    output: str | None = None,
+) -> str:
+    """Compile C++ and/or CUDA source text into a shared library (or object); return its path.
+
+    ``functions`` (a name, a list of names, or a mapping name -> docstring) are
+    exported as TVM FFI functions: declared or defined in ``cpp_sources`` when it
+    is given, else defined in ``cuda_sources``. The TVM FFI headers are included
+    before the sources. ``extra_cflags`` go to the C++ compiler,
+    ``extra_cuda_cflags`` to nvcc, ``extra_ldflags`` to the link and
+    ``extra_include_paths`` to every compile. The library is built in
+    ``build_directory`` (default: ``$TVM_FFI_CACHE_DIR`` or ``~/.cache/tvm-ffi``, in a
+    directory named after ``name`` and a hash of the inputs); an unchanged build
+    only returns the path. ``embed_cubin`` maps ``TVM_FFI_EMBED_CUBIN`` names to
+    CUBIN bytes. ``output`` with a ``.o`` suffix makes an object file instead of a
+    library. Build failures raise :class:`~tvmffi._build.CompileError` (a
+    ``RuntimeError``) with the compiler's message, the command and the file.
+    """
+    name = _check_name(name)
+    _check_backend(backend)
+    cpp_list = _as_list(cpp_sources, "cpp_sources")
+    cuda_list = _as_list(cuda_sources, "cuda_sources")
+    with_cpp, with_cuda = bool(cpp_list), bool(cuda_list)
+    cpp, cuda = "\n".join(cpp_list), "\n".join(cuda_list)
+    if not with_cpp and not with_cuda:
+        raise ValueError("build_inline needs cpp_sources or cuda_sources")
+    docs = _function_docs(functions)
+    generated: dict[str, str] = {}
+    units: list[Unit] = []
+    if with_cpp:
+        generated["main.cpp"] = _decorate(cpp, docs)
+        units.append(Unit("main.cpp", "c++"))
+    if with_cuda:
+        generated["cuda.cu"] = _decorate(cuda, {} if with_cpp else docs)
+        units.append(Unit("cuda.cu", "cuda"))
+    job = _job(name, units, extra_cflags, extra_cuda_cflags, extra_ldflags,
+               extra_include_paths, output)
+    job.generated = generated
+    job.embed_cubin = _cubins(embed_cubin)
+    job.note = ("source", "main.cpp" if with_cpp else "cuda.cu")
+    return _run(job, build_directory)
+
+
+def _cubins(embed_cubin: Mapping[str, bytes] | None) -> dict[str, bytes]:
+    cubins = dict(embed_cubin or {})
+    for key, data in cubins.items():
+        if not isinstance(key, str) or not _IDENTIFIER.match(key):
+            raise ValueError(f"embed_cubin names must be C identifiers, got {key!r}")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"embed_cubin[{key!r}] must be bytes, got {type(data).__name__}")
+        cubins[key] = bytes(data)
+    return cubins
+
+
+def _job(name: str, units: list[Unit], extra_cflags: Sequence[str] | None,
+         extra_cuda_cflags: Sequence[str] | None, extra_ldflags: Sequence[str] | None,
+         extra_include_paths: Sequence[str] | None, output: str | None) -> Job:
+    cflags = _flags(extra_cflags, "extra_cflags")
+    return Job(
+        name=name,
+        units=units,
+        output=_output_name(name, output),
+        cflags=cflags,
+        cxxflags=cflags,
+        cuda_cflags=_flags(extra_cuda_cflags, "extra_cuda_cflags"),
+        ldflags=_flags(extra_ldflags, "extra_ldflags"),
+        include_paths=[str(Path(p).resolve())
+                       for p in _as_list(extra_include_paths, "extra_include_paths")],
+    )
+
+
+def load_inline(
+    name: str,
+    *,
+    cpp_sources: Sequence[str] | str | None = None,
+    cuda_sources: Sequence[str] | str | None = None,
+    functions: Mapping[str, str] | Sequence[str] | str | None = None,
+    extra_cflags: Sequence[str] | None = None,
+    extra_cuda_cflags: Sequence[str] | None = None,
+    extra_ldflags: Sequence[str] | None = None,
+    extra_include_paths: Sequence[str] | None = None,
+    build_directory: str | None = None,
+    embed_cubin: Mapping[str, bytes] | None = None,
+    keep_module_alive: bool = True,
+    backend: str | None = None,
+) -> Module:
+    """:func:`build_inline` the sources into a shared library and load it as a :class:`Module`.
+
+    Example::
+
+        mod = tvmffi.cpp.load_inline(
+            name="hello",
+            cpp_sources="int add(int a, int b) { return a + b; }",
+            functions=["add"],
+        )
+        assert mod.add(1, 2) == 3
+    """
+    path = build_inline(
+        name,
+        cpp_sources=cpp_sources,
+        cuda_sources=cuda_sources,
+        functions=functions,
+        extra_cflags=extra_cflags,
+        extra_cuda_cflags=extra_cuda_cflags,
+        extra_ldflags=extra_ldflags,
+        extra_include_paths=extra_include_paths,
+        build_directory=build_directory,
+        embed_cubin=embed_cubin,
+        backend=backend,
+    )
+    return _load(path, keep_module_alive)
+
+
+def build(
+    name: str,
+    *,
+    sources: Sequence[str] | str | None = None,
+    cpp_files: Sequence[str] | str | None = None,
+    cuda_files: Sequence[str] | str | None = None,
+    extra_cflags: Sequence[str] | None = None,
+    extra_cuda_cflags: Sequence[str] | None = None,
+    extra_ldflags: Sequence[str] | None = None,
+    extra_include_paths: Sequence[str] | None = None,
+    build_directory: str | None = None,
+    backend: str | None = None,
+    output: str | None = None,
+) -> str:
+    """Compile source files into a shared library (or object file) and return its path.
+
+    The language follows the suffix: ``.c`` (C compiler), ``.cc``/``.cpp``/``.cxx``
+    (and anything else: C++ compiler), ``.cu`` (nvcc), ``.o``/``.obj`` (linked as
+    they are). ``cpp_files`` and ``cuda_files`` are aliases of ``sources``. The files
+    export their functions themselves (``TVM_FFI_DLL_EXPORT_TYPED_FUNC``).
+    ``extra_cflags`` go to the C and C++ compilers; the other parameters are those
+    of :func:`build_inline`. A build whose files (headers included) and options
+    are unchanged only returns the path.
+    """
+    name = _check_name(name)
+    _check_backend(backend)
+    paths = [*_as_list(sources, "sources"), *_as_list(cpp_files, "cpp_files"),
+             *_as_list(cuda_files, "cuda_files")]
+    if not paths:
+        raise ValueError("build needs at least one source file")
+    units = []
+    for path in paths:
+        full = str(Path(path).resolve())
+        if not os.path.isfile(full):
+            raise FileNotFoundError(f"source file not found: {full}")
+        units.append(Unit(full, LANG_OF_SUFFIX.get(Path(full).suffix.lower(), "c++")))
+    job = _job(name, units, extra_cflags, extra_cuda_cflags, extra_ldflags,
+               extra_include_paths, output)
+    return _run(job, build_directory)
+
+
+def load(
+    name: str,
+    *,
+    sources: Sequence[str] | str | None = None,
+    cpp_files: Sequence[str] | str | None = None,
+    cuda_files: Sequence[str] | str | None = None,
+    extra_cflags: Sequence[str] | None = None,
+    extra_cuda_cflags: Sequence[str] | None = None,
+    extra_ldflags: Sequence[str] | None = None,
+    extra_include_paths: Sequence[str] | None = None,
+    build_directory: str | None = None,
+    keep_module_alive: bool = True,
+    backend: str | None = None,
+) -> Module:
+    """:func:`build` the source files into a shared library and load it as a :class:`Module`."""
+    path = build(
+        name,
+        sources=sources,
+        cpp_files=cpp_files,
+        cuda_files=cuda_files,
+        extra_cflags=extra_cflags,
+        extra_cuda_cflags=extra_cuda_cflags,
+        extra_ldflags=extra_ldflags,
+        extra_include_paths=extra_include_paths,
+        build_directory=build_directory,
+        backend=backend,
+    )
+    return _load(path, keep_module_alive)

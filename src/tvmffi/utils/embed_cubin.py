@@ -1,0 +1,139 @@
+"""Embed a CUBIN into an object file for ``TVM_FFI_EMBED_CUBIN(name)``.
+
+The result holds the input object plus the CUBIN bytes between the symbols
+``__tvm_ffi__cubin_<name>`` and ``__tvm_ffi__cubin_<name>_end``, local to the
+object (so several objects may embed CUBINs under one name). Command line::
+
+    python -m tvmffi.utils.embed_cubin --input-obj old.o --output-obj new.o \\
+        --cubin kernels.cubin --name my_kernels [--verbose]
+
+Needs a C compiler (for its assembler) and binutils' ``ld`` and ``objcopy``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["embed_cubin", "main"]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _tool(env: str, *names: str) -> str:
+    override = os.environ.get(env)
+    if override:
+        return override
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise RuntimeError(f"{names[0]} not found (looked for {', '.join(names)}; set ${env})")
+
+
+def _run(cmd: list[str], step: str, verbose: bool) -> None:
+    if verbose:
+        print(f"[{step}] {' '.join(cmd)}")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if verbose and (proc.stdout or proc.stderr):
+        print((proc.stdout + proc.stderr).rstrip())
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"{step} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n"
+            f"{(proc.stdout + proc.stderr).strip()}"
+        )
+
+
+def _asm_source(cubin: Path, name: str) -> str:
+    # .incbin takes the bytes as they are: no intermediate copy and no symbol
+    # names derived from the file name (what `ld -b binary` would produce).
+    quoted = str(cubin).replace("\\", "\\\\").replace('"', '\\"')
+    start, end = f"__tvm_ffi__cubin_{name}", f"__tvm_ffi__cubin_{name}_end"
+    return (
+        f'\t.section .rodata.tvm_ffi_cubin.{name},"a",@progbits\n'
+        "\t.balign 64\n"
+        f"\t.globl {start}\n\t.type {start}, @object\n{start}:\n"
+        f'\t.incbin "{quoted}"\n'
+        f"\t.globl {end}\n{end}:\n"
+        "\t.byte 0\n"  # keeps the end symbol inside the section
+        '\t.section .note.GNU-stack,"",@progbits\n'  # no executable stack
+    )
+
+
+def embed_cubin(
+    cubin_path: Path,
+    input_obj_path: Path,
+    output_obj_path: Path,
+    name: str,
+    verbose: bool = False,
+) -> None:
+    """Write ``output_obj_path``: ``input_obj_path`` plus the CUBIN at ``cubin_path``.
+
+    ``name`` is the one given to ``TVM_FFI_EMBED_CUBIN(name)`` in the C++ source
+    compiled into the input object. Raises ``FileNotFoundError`` for a missing
+    input, ``ValueError`` for a name that is not a C identifier and
+    ``RuntimeError`` (with the command and its output) when a tool fails.
+    """
+    cubin_path, input_obj_path = Path(cubin_path), Path(input_obj_path)
+    output_obj_path = Path(output_obj_path)
+    if not cubin_path.is_file():
+        raise FileNotFoundError(f"CUBIN file not found: {cubin_path}")
+    if not input_obj_path.is_file():
+        raise FileNotFoundError(f"input object file not found: {input_obj_path}")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"CUBIN name must be a C identifier, got {name!r}")
+    cc = _tool("CC", "cc", "gcc", "clang")
+    ld, objcopy = _tool("LD", "ld"), _tool("OBJCOPY", "objcopy")
+    if verbose:
+        print(f"embedding {cubin_path} ({cubin_path.stat().st_size} bytes) as {name!r} "
+              f"into {input_obj_path} -> {output_obj_path}")
+    with tempfile.TemporaryDirectory(prefix="tvmffi-cubin-") as tmp:
+        asm = Path(tmp) / "cubin.S"
+        asm.write_text(_asm_source(cubin_path.resolve(), name))
+        cubin_obj = Path(tmp) / "cubin.o"
+        _run([cc, "-c", str(asm), "-o", str(cubin_obj)], "assemble the CUBIN", verbose)
+        merged = Path(tmp) / "merged.o"
+        _run([ld, "-r", "-o", str(merged), str(input_obj_path), str(cubin_obj)],
+             "merge the objects", verbose)
+        # Local only after the merge: the input's references resolve first.
+        _run([objcopy, "--localize-symbol", f"__tvm_ffi__cubin_{name}",
+              "--localize-symbol", f"__tvm_ffi__cubin_{name}_end", str(merged)],
+             "localize the CUBIN symbols", verbose)
+        output_obj_path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(merged), str(output_obj_path))
+    if verbose:
+        print(f"wrote {output_obj_path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point (``python -m tvmffi.utils.embed_cubin``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tvmffi.utils.embed_cubin",
+        description="Embed a CUBIN into an object file that uses TVM_FFI_EMBED_CUBIN(name).",
+    )
+    parser.add_argument("--output-obj", required=True, metavar="PATH")
+    parser.add_argument("--input-obj", required=True, metavar="PATH")
+    parser.add_argument("--cubin", required=True, metavar="PATH")
+    parser.add_argument("--name", required=True, metavar="NAME")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        embed_cubin(Path(args.cubin), Path(args.input_obj), Path(args.output_obj), args.name,
+                    args.verbose)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except RuntimeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
