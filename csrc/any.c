@@ -570,6 +570,8 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
   if (tp == tvmffi_numpy_ndarray_type) return tvmffi_ndarray_to_any(obj, out, temps, argpos);
   /* Registered classes (and Function) mostly derive from Object directly. */
   if (tp->tp_base == &TVMFFIObjectType) return object_to_any(obj, out);
+  /* A plain Python function (a callback argument): no protocol can apply. */
+  if (tp == &PyFunction_Type) return callable_to_any(obj, out, temps);
   return convert_slow(obj, out, temps, argpos);
 }
 

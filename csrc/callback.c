@@ -1,14 +1,32 @@
 /*
  * Python callables as FFI functions.
  *
- * The FFI may call them from any thread, including threads Python never saw,
- * so every entry takes the GIL with PyGILState_Ensure. Arguments are borrowed
- * views owned by the caller; the result is an owned Any handed to the caller.
- * A Python exception becomes the FFI's raised error.
+ * A callback is an FFI function object built here, by the C ABI's object
+ * layout (header, function cell, then the callable): its cell's safe_call is
+ * callback_safe_call itself, so a call from C++ reaches Python with no
+ * trampoline, and making one costs no call into the runtime. Blocks are
+ * recycled through a small free list (touched only with the GIL held).
+ *
+ * The FFI may call a callback from any thread, including threads Python never
+ * saw. A thread that already holds the GIL (a caller with release_gil=False,
+ * or C++ called from Python code) goes straight in; any other takes it with
+ * PyGILState_Ensure. Arguments are borrowed views owned by the caller; the
+ * result is an owned Any handed to the caller. A Python exception becomes the
+ * FFI's raised error.
  */
 #include "core.h"
 
 #define STACK_ARGS 8
+#define FREE_BLOCKS_MAX 32
+
+typedef struct {
+  TVMFFIObject header;
+  TVMFFIFunctionCell cell;
+  PyObject* callable; /* owned while the strong count is non-zero */
+} PyCallback;
+
+static PyCallback* g_free_blocks[FREE_BLOCKS_MAX];
+static int g_free_count;
 
 static int invoke(PyObject* callable, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* result) {
   PyObject* stack[STACK_ARGS];
@@ -37,34 +55,74 @@ static int invoke(PyObject* callable, const TVMFFIAny* args, int32_t nargs, TVMF
 
 static int callback_safe_call(void* self, const TVMFFIAny* args, int32_t nargs,
                               TVMFFIAny* result) {
+  PyObject* callable = ((PyCallback*)self)->callable;
+  if (tvmffi_holds_gil()) return invoke(callable, args, nargs, result);
   if (TVMFFI_PY_UNUSABLE()) {
     TVMFFIErrorSetRaisedFromCStr("RuntimeError", "Python callback called after interpreter exit");
     return -1;
   }
   PyGILState_STATE gil = PyGILState_Ensure();
-  int rc = invoke((PyObject*)self, args, nargs, result);
+  int rc = invoke(callable, args, nargs, result);
   PyGILState_Release(gil);
   return rc;
 }
 
-/* Releases the reference the FFI object holds on a Python object. Called by
- * the runtime from any thread; after interpreter exit the object is leaked on
- * purpose, since Python can no longer free it. */
+/* Drops the callable (strong count reached zero) and/or frees the block (weak
+ * count too), as the flags say. Called by the runtime from any thread; after
+ * interpreter exit the callable is leaked on purpose, since Python can no
+ * longer free it. */
+static void callback_deleter(void* self, int flags) {
+  PyCallback* cb = self;
+  int held = tvmffi_holds_gil();
+  PyGILState_STATE gil = PyGILState_UNLOCKED;
+  if (!held) {
+    if (TVMFFI_PY_UNUSABLE()) {
+      if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) PyMem_RawFree(cb);
+      return;
+    }
+    gil = PyGILState_Ensure();
+  }
+  if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) Py_CLEAR(cb->callable);
+  if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) {
+    if (g_free_count < FREE_BLOCKS_MAX) {
+      g_free_blocks[g_free_count++] = cb;
+    } else {
+      PyMem_RawFree(cb);
+    }
+  }
+  if (!held) PyGILState_Release(gil);
+}
+
+int tvmffi_callback_create(PyObject* callable, TVMFFIObjectHandle* out) {
+  PyCallback* cb =
+      g_free_count > 0 ? g_free_blocks[--g_free_count] : PyMem_RawMalloc(sizeof(PyCallback));
+  if (cb == NULL) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  /* One strong and one weak reference, as the runtime's own objects start. */
+  cb->header.combined_ref_count = ((uint64_t)1 << 32) | 1u;
+  cb->header.type_index = kTVMFFIFunction;
+  cb->header.__padding = 0;
+  cb->header.deleter = callback_deleter;
+  cb->cell.safe_call = callback_safe_call;
+  cb->cell.cpp_call = NULL; /* not a C++ function: callers go through safe_call */
+  cb->callable = Py_NewRef(callable);
+  *out = cb;
+  return 0;
+}
+
+/* Releases the reference an FFI object (an opaque object, a kept-alive
+ * object) holds on a Python object; the same thread rules as callback_deleter. */
 void tvmffi_release_py_object(void* self) {
+  if (tvmffi_holds_gil()) {
+    Py_DECREF((PyObject*)self);
+    return;
+  }
   if (TVMFFI_PY_UNUSABLE()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   Py_DECREF((PyObject*)self);
   PyGILState_Release(gil);
-}
-
-int tvmffi_callback_create(PyObject* callable, TVMFFIObjectHandle* out) {
-  Py_INCREF(callable);
-  if (TVMFFIFunctionCreate(callable, callback_safe_call, tvmffi_release_py_object, out) != 0) {
-    Py_DECREF(callable);
-    tvmffi_raise_ffi_error();
-    return -1;
-  }
-  return 0;
 }
 
 int tvmffi_opaque_py_create(PyObject* obj, TVMFFIObjectHandle* out) {

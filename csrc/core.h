@@ -244,6 +244,18 @@ int tvmffi_stream_adopt(int32_t device_type, int32_t device_id, void* stream, Te
 #define TVMFFI_PY_UNUSABLE() (!Py_IsInitialized() || _Py_IsFinalizing())
 #endif
 
+/* Whether the calling thread holds the GIL, without the thread-specific-storage
+ * lookups of PyGILState_Check: the thread state Python runs (3.11: the GIL
+ * holder; 3.12+: this thread's attached state) must be this thread's. */
+static inline int tvmffi_holds_gil(void) {
+#if PY_VERSION_HEX >= 0x030D0000
+  PyThreadState* ts = PyThreadState_GetUnchecked();
+#else
+  PyThreadState* ts = _PyThreadState_UncheckedGet();
+#endif
+  return ts != NULL && ts->thread_id == PyThread_get_thread_ident();
+}
+
 /* ---- module.c: lazily resolved Python helpers ------------------------------- */
 /* ctypes.c_void_p, resolved on first use. */
 PyObject* tvmffi_ctypes_void_p(void);
