@@ -335,13 +335,13 @@ static int classify(PyTypeObject* tp) {
   }
   if (PyType_IsSubtype(tp, &PyLong_Type)) return K_INT;
   if (PyType_IsSubtype(tp, &PyFloat_Type)) return K_FLOAT;
-  /* tvmffi.dtype is a str subclass: checked before str. */
+  /* tvmffi.dtype and the official dtype are str subclasses: checked before str. */
   if (PyType_IsSubtype(tp, &TVMFFIDataTypeType)) return K_DTYPE;
+  if (tvmffi_is_dtype_like_type(tp)) return K_DTYPE_LIKE;
   if (PyType_IsSubtype(tp, &PyUnicode_Type)) return K_STR;
   if (PyType_IsSubtype(tp, &PyBytes_Type)) return K_BYTES;
   if (PyType_IsSubtype(tp, &PyByteArray_Type)) return K_BYTEARRAY;
   if (PyType_IsSubtype(tp, &TVMFFIDeviceType)) return K_DEVICE;
-  if (tvmffi_is_dtype_like_type(tp)) return K_DTYPE_LIKE;
   if (PyType_IsSubtype(tp, &PyList_Type) || PyType_IsSubtype(tp, &PyTuple_Type)) {
     return K_SEQUENCE;
   }

@@ -149,30 +149,35 @@ static int dtype_value(PyObject* value, DLDataType* out) {
   return rc;
 }
 
-/* numpy.dtype, once NumPy is imported (a dtype instance implies it is). */
-static PyTypeObject* numpy_dtype_type(void) {
-  static PyTypeObject* cached;
-  if (cached != NULL) return cached;
-  PyObject* name = PyUnicode_FromString("numpy");
-  PyObject* np = name == NULL ? NULL : PyImport_GetModule(name);
+/* `module.attr` as a type once `module` is imported, else NULL (no error):
+ * until then no instance of it can exist. Found types are kept for the life
+ * of the process in `*cache`. */
+static PyTypeObject* imported_type(const char* module, const char* attr, PyTypeObject** cache) {
+  if (*cache != NULL) return *cache;
+  PyObject* name = PyUnicode_FromString(module);
+  PyObject* mod = name == NULL ? NULL : PyImport_GetModule(name);
   Py_XDECREF(name);
-  PyObject* t = np == NULL ? NULL : PyObject_GetAttrString(np, "dtype");
-  Py_XDECREF(np);
+  PyObject* t = mod == NULL ? NULL : PyObject_GetAttrString(mod, attr);
+  Py_XDECREF(mod);
   if (t == NULL || !PyType_Check(t)) {
     Py_XDECREF(t);
     PyErr_Clear();
     return NULL;
   }
-  cached = (PyTypeObject*)t; /* kept for the life of the process */
-  return cached;
+  *cache = (PyTypeObject*)t;
+  return *cache;
 }
 
 /* torch.dtype and numpy.dtype instances (NumPy's and ml_dtypes'), which the
- * official binding converts to DLDataType arguments. */
+ * official binding converts to DLDataType arguments, and the official
+ * binding's own dtype (a str subclass that would otherwise pass as a str). */
 int tvmffi_is_dtype_like_type(PyTypeObject* tp) {
+  static PyTypeObject *np_dtype, *official_dtype;
   if (strcmp(tp->tp_name, "torch.dtype") == 0) return 1;
-  PyTypeObject* np_dtype = numpy_dtype_type();
-  return np_dtype != NULL && PyType_IsSubtype(tp, np_dtype);
+  PyTypeObject* t = imported_type("numpy", "dtype", &np_dtype);
+  if (t != NULL && PyType_IsSubtype(tp, t)) return 1;
+  t = imported_type("tvm_ffi._dtype", "dtype", &official_dtype);
+  return t != NULL && PyType_IsSubtype(tp, t);
 }
 
 /* Argument conversion of a dtype-like object; torch and NumPy dtypes are

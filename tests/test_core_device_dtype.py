@@ -424,3 +424,19 @@ def test_numpy_and_torch_dtypes_as_arguments():
     assert tvmffi.dtype(torch.float8_e4m3fn) == "float8_e4m3fn"
     with pytest.raises(TypeError):
         echo(torch.qint8)
+
+
+def test_official_dtype_passes_as_a_dtype():
+    # The official dtype is a str subclass too: it must not pass as a plain str.
+    import tvm_ffi
+
+    echo = tvmffi.testing.echo
+    for official in (tvm_ffi.float32, tvm_ffi.dtype("f16"), tvm_ffi.float32.with_lanes(4)):
+        out = echo(official)
+        assert type(out) is tvmffi.dtype
+        assert (out.type_code, out.bits, out.lanes) == (
+            official.type_code,
+            official.bits,
+            official.lanes,
+        )
+    assert tvmffi.dtype(tvm_ffi.dtype("f16")) == "f16"

@@ -90,7 +90,7 @@ def _from_numpy(value: Any) -> str | None:
     # ml_dtypes registers extension types (bfloat16, float8_*) under their names.
     if dt.name in _ML_DTYPE_NAMES:
         return str(dt.name)
-    raise TypeError(f"NumPy dtype {dt!r} has no TVM FFI DataType")
+    raise TypeError(f"NumPy dtype {dt!r} has no DLPack data type")
 
 
 _ML_DTYPE_NAMES = frozenset(
