@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -187,7 +188,7 @@ def test_doc_and_metadata_plain(plain: tvmffi.Module) -> None:
     meta = plain.get_function_metadata("add_int")
     assert meta is not None
     assert meta["origin"] == "plain.c"
-    assert meta["type_schema"]["type"] == "ffi.Function"
+    assert json.loads(meta["type_schema"])["type"] == "ffi.Function"  # a JSON string
     assert plain.get_function_signature("add_int") == "(int, int) -> int"
     assert plain.get_function_doc("add_one_f32") is None
     assert plain.get_function_metadata("add_one_f32") is None
@@ -202,7 +203,7 @@ def test_cpp_module(cpp: tvmffi.Module) -> None:
     assert cpp.get_function_doc("greet") is None
     meta = cpp.get_function_metadata("greet")
     assert meta is not None
-    assert meta["type_schema"]["type"] == "ffi.Function"
+    assert json.loads(meta["type_schema"])["type"] == "ffi.Function"  # a JSON string
     assert cpp.get_function_signature("mul") == "(int, int) -> int"
     assert cpp.get_function_signature("greet") == "(ffi.String) -> ffi.String"
     with pytest.raises(ValueError, match="bad value 3"):

@@ -163,24 +163,22 @@ class Module(Object):
         """Parsed JSON metadata the library exports for ``name``, if any.
 
         The metadata comes from ``__tvm_ffi__metadata_<name>`` (the runtime's export
-        macros emit ``{"type_schema": ...}``). A ``type_schema`` given as a JSON
-        string is parsed as well.
+        macros emit ``{"type_schema": "<JSON>"}``). As in the official binding, the
+        values stay as the library wrote them: ``TypeSchema.from_json_str`` reads a
+        ``type_schema`` string.
         """
         get_metadata = _cached_global_func("ffi.ModuleGetFunctionMetadata")
         text: str | None = get_metadata(self, name, query_imports)
         if text is None:
             return None
-        value = _json_object(text)
-        if "type_schema" in value:
-            value["type_schema"] = _decode_type_schema(value["type_schema"])
-        return value
+        return _json_object(text)
 
     def get_function_signature(self, name: str, query_imports: bool = False) -> str | None:
         """A readable signature ``(int, int) -> int`` from the function's metadata, if any."""
         meta = self.get_function_metadata(name, query_imports)
         if meta is None:
             return None
-        return _signature_from_schema(meta.get("type_schema"))
+        return _signature_from_schema(_decode_type_schema(meta.get("type_schema")))
 
     def inspect_source(self, fmt: str = "") -> str:
         """The module's source in format ``fmt`` (empty when the kind keeps none)."""
