@@ -378,7 +378,9 @@ static struct {
   int kind;
 } g_kind_cache[KIND_CACHE_SIZE];
 
-unsigned int tvmffi_type_version_tag(PyTypeObject* tp) {
+/* The type's version tag, assigned when it has none yet (a type looked up
+ * by no attribute access so far). 0 only when tags ran out. */
+static unsigned int version_tag(PyTypeObject* tp) {
   if (tp->tp_version_tag == 0) {
 #if PY_VERSION_HEX >= 0x030C0000
     PyUnstable_Type_AssignVersionTag(tp);
@@ -406,7 +408,7 @@ static int kind_of(PyTypeObject* tp) {
   Py_INCREF(tp);
   Py_XDECREF(g_kind_cache[slot].type);
   g_kind_cache[slot].type = tp;
-  g_kind_cache[slot].tag = tvmffi_type_version_tag(tp); /* read after classify: its lookups may modify */
+  g_kind_cache[slot].tag = version_tag(tp); /* read after classify: its lookups may modify */
   g_kind_cache[slot].kind = kind;
   return kind;
 }
@@ -568,6 +570,12 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
   if (tp == tvmffi_numpy_ndarray_type) return tvmffi_ndarray_to_any(obj, out, temps, argpos);
   /* Registered classes (and Function) mostly derive from Object directly. */
   if (tp->tp_base == &TVMFFIObjectType) return object_to_any(obj, out);
+  /* The official binding's Tensor and its direct subclasses (tvm.runtime.Tensor):
+   * as cheap as our own (NULL until tvm_ffi is seen and its layout checked). */
+  PyTypeObject* official = tvmffi_official_tensor_type;
+  if (official != NULL && (tp == official || tp->tp_base == official)) {
+    return tvmffi_official_to_any(obj, OFFICIAL_TENSOR, out, temps, argpos);
+  }
   /* A plain Python function (a callback argument): no protocol can apply. */
   if (tp == &PyFunction_Type) return callable_to_any(obj, out, temps);
   return convert_slow(obj, out, temps, argpos);

@@ -60,10 +60,6 @@ void temps_release(TempList* t);
 int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
 /* Raise `cls` with a message prefixed by "argument N: " when argpos >= 0. Returns -1. */
 int tvmffi_arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...);
-/* A type's version tag, assigned when it has none yet; 0 only when CPython
- * ran out of tags. It changes whenever the type or a base is modified and is
- * never reused: per-type decisions cached under it cannot go stale. */
-unsigned int tvmffi_type_version_tag(PyTypeObject* tp);
 /* Python -> owned Any (for callback results and container construction). */
 int tvmffi_py_to_owned_any(PyObject* obj, TVMFFIAny* out);
 /* Owned Any -> Python. Consumes the reference held by `value` in all cases. */
@@ -225,10 +221,14 @@ int tvmffi_dltensor_view_to_any(PyObject* owner, const DLTensor* dl, TVMFFIAny* 
 
 /* ---- interop.c: the official binding's objects ------------------------------- */
 enum { OFFICIAL_NONE = 0, OFFICIAL_OBJECT, OFFICIAL_TENSOR, OFFICIAL_NATIVE };
+/* tvm_ffi.core.Tensor once resolved and its layout known (the exact-type fast
+ * path of argument conversion), else NULL. */
+extern PyTypeObject* tvmffi_official_tensor_type;
 /* Which official-binding class `tp` derives from (OFFICIAL_*). */
 int tvmffi_official_kind(PyTypeObject* tp);
 /* An instance of such a class (kind from tvmffi_official_kind): its handle,
- * referenced by `temps` for the call. */
+ * borrowed from `obj` for the call (a handle-less Tensor view may add a
+ * temporary to `temps`). */
 int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* temps,
                            Py_ssize_t argpos);
 /* Register the global function __tvm_ffi_object__ hands objects over with. */

@@ -21,6 +21,8 @@
 #include <stddef.h>
 
 /* ---- the official classes ----------------------------------------------------- */
+PyTypeObject* tvmffi_official_tensor_type;
+
 static struct {
   int resolved;
   PyTypeObject* cobject; /* tvm_ffi.core.CObject: base of every official object class */
@@ -57,6 +59,7 @@ static void check_handle_layout(PyObject* tvm_ffi) {
     PyTypeObject* t = g_official.tensor;
     if (t != NULL && t->tp_basicsize == co->tp_basicsize + (Py_ssize_t)sizeof(void*)) {
       g_official.dltensor_offset = co->tp_basicsize;
+      tvmffi_official_tensor_type = t;
     }
   }
   Py_XDECREF(h);
@@ -150,13 +153,9 @@ int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* te
     return tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' object holds no FFI handle",
                             Py_TYPE(obj)->tp_name);
   }
-  /* Python code run during the call may rebind the official object's handle
-   * (its __move_handle_from__): the call holds its own reference. */
-  TVMFFIObjectIncRef(h);
-  if (temps_push(temps, h) != 0) {
-    TVMFFIObjectDecRef(h);
-    return -1;
-  }
+  /* Borrowed for the call, like our own Objects' handles (and as the official
+   * binding passes them): the argument object is kept alive by the caller. */
+  (void)temps;
   out->type_index = kind == OFFICIAL_TENSOR ? kTVMFFITensor : tvmffi_type_index_of(h);
   out->zero_padding = 0;
   out->v_obj = (TVMFFIObject*)h;
