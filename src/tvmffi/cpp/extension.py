@@ -20,7 +20,6 @@ uses too). What tvmffi adds on top of the official behaviour:
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -134,9 +133,7 @@ def _run(job: Job, build_directory: str | os.PathLike[str] | None) -> str:
 
 
 def _load(path: str, keep_module_alive: bool) -> Module:
-    if "keep_module_alive" in inspect.signature(load_module).parameters:
-        return load_module(path, keep_module_alive=keep_module_alive)  # type: ignore[call-arg]
-    return load_module(path)
+    return load_module(path, keep_module_alive=keep_module_alive)
 
 
 def build_inline(
