@@ -378,9 +378,7 @@ static struct {
   int kind;
 } g_kind_cache[KIND_CACHE_SIZE];
 
-/* The type's version tag, assigned when it has none yet (a type looked up
- * by no attribute access so far). 0 only when tags ran out. */
-static unsigned int version_tag(PyTypeObject* tp) {
+unsigned int tvmffi_type_version_tag(PyTypeObject* tp) {
   if (tp->tp_version_tag == 0) {
 #if PY_VERSION_HEX >= 0x030C0000
     PyUnstable_Type_AssignVersionTag(tp);
@@ -408,7 +406,7 @@ static int kind_of(PyTypeObject* tp) {
   Py_INCREF(tp);
   Py_XDECREF(g_kind_cache[slot].type);
   g_kind_cache[slot].type = tp;
-  g_kind_cache[slot].tag = version_tag(tp); /* read after classify: its lookups may modify */
+  g_kind_cache[slot].tag = tvmffi_type_version_tag(tp); /* read after classify: its lookups may modify */
   g_kind_cache[slot].kind = kind;
   return kind;
 }

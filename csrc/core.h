@@ -60,6 +60,10 @@ void temps_release(TempList* t);
 int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
 /* Raise `cls` with a message prefixed by "argument N: " when argpos >= 0. Returns -1. */
 int tvmffi_arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...);
+/* A type's version tag, assigned when it has none yet; 0 only when CPython
+ * ran out of tags. It changes whenever the type or a base is modified and is
+ * never reused: per-type decisions cached under it cannot go stale. */
+unsigned int tvmffi_type_version_tag(PyTypeObject* tp);
 /* Python -> owned Any (for callback results and container construction). */
 int tvmffi_py_to_owned_any(PyObject* obj, TVMFFIAny* out);
 /* Owned Any -> Python. Consumes the reference held by `value` in all cases. */

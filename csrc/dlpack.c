@@ -22,7 +22,59 @@ static PyObject* g_str_dlpack_device;
 static PyObject* g_max_version_kwargs; /* {"max_version": (1, 0)} */
 static PyObject* g_empty_tuple;
 
+/* ---- what a producer's tensor description may say ----------------------------- */
+static int known_device_type(int32_t t) {
+  switch (t) {
+    case kDLCPU: case kDLCUDA: case kDLCUDAHost: case kDLOpenCL: case kDLVulkan:
+    case kDLMetal: case kDLVPI: case kDLROCM: case kDLROCMHost: case kDLExtDev:
+    case kDLCUDAManaged: case kDLOneAPI: case kDLWebGPU: case kDLHexagon: case kDLMAIA:
+    case kDLTrn:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+/* A producer's DLTensor, checked before anything reads through it: every
+ * value is the producer's word, and a lie (ndim < 0, shape NULL, a billion
+ * dimensions) would otherwise be read as memory. Strides may be NULL
+ * (compact); the data pointer is the producer's to answer for. */
+int dl_check(const DLTensor* dl, const char* producer, Py_ssize_t argpos) {
+  const char* what = NULL;
+  if (dl->ndim < 0 || dl->ndim > DL_MAX_NDIM) {
+    what = "ndim out of range";
+  } else if (dl->ndim > 0 && dl->shape == NULL) {
+    what = "no shape";
+  } else if (!known_device_type(dl->device.device_type) || dl->device.device_id < 0) {
+    what = "unknown device";
+  } else if (dl->dtype.code > kDLFloat4_e2m1fn || dl->dtype.bits == 0 || dl->dtype.lanes == 0) {
+    what = "unknown dtype";
+  } else {
+    /* The element count (with empty dimensions counted as 1, as compact
+     * strides multiply them) must fit int64_t. */
+    int64_t count = 1;
+    for (int i = 0; i < dl->ndim && what == NULL; ++i) {
+      if (dl->shape[i] < 0) {
+        what = "negative shape";
+      } else if (__builtin_mul_overflow(count, dl->shape[i] > 0 ? dl->shape[i] : 1, &count)) {
+        what = "shape too large";
+      }
+    }
+  }
+  if (what == NULL) return 0;
+  return tvmffi_arg_error(PyExc_ValueError, argpos,
+                          "'%.200s' gave an invalid DLPack tensor (%s: ndim %d, device (%d, %d), "
+                          "dtype code %u bits %u lanes %u)",
+                          producer, what, (int)dl->ndim,
+                          (int)dl->device.device_type, (int)dl->device.device_id,
+                          (unsigned)dl->dtype.code, (unsigned)dl->dtype.bits,
+                          (unsigned)dl->dtype.lanes);
+}
+
 /* ---- DLPack C exchange API (__dlpack_c_exchange_api__ on the type) ---------- */
+/* The attribute is a PyCapsule named "dlpack_exchange_api" (dlpack.h). Any
+ * other value (an int would be an address nobody vouches for) is ignored: the
+ * type then converts through its Python __dlpack__, if it has one. */
 const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp) {
   PyObject* attr = PyObject_GetAttrString((PyObject*)tp, "__dlpack_c_exchange_api__");
   if (attr == NULL) {
@@ -32,8 +84,6 @@ const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp) {
   const DLPackExchangeAPI* api = NULL;
   if (PyCapsule_IsValid(attr, "dlpack_exchange_api")) {
     api = PyCapsule_GetPointer(attr, "dlpack_exchange_api");
-  } else if (PyLong_Check(attr)) {
-    api = PyLong_AsVoidPtr(attr);
   }
   PyErr_Clear();
   Py_DECREF(attr);
@@ -49,7 +99,7 @@ int exchange_fill(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, DLTensor
   if (e->api->dltensor_from_py_object_no_sync(obj, dl) != 0) {
     return wrap_error(argpos, obj, "DLPack export");
   }
-  return 0;
+  return dl_check(dl, Py_TYPE(obj)->tp_name, argpos);
 }
 
 /* A producer's managed export, now owned by the caller. */
@@ -57,6 +107,15 @@ int exchange_managed(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos,
                      DLManagedTensorVersioned** mv) {
   if (e->api->managed_tensor_from_py_object_no_sync(obj, mv) != 0) {
     return wrap_error(argpos, obj, "DLPack export");
+  }
+  if (*mv == NULL) {
+    return tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' exported no DLPack tensor",
+                            Py_TYPE(obj)->tp_name);
+  }
+  if (dl_check(&(*mv)->dl_tensor, Py_TYPE(obj)->tp_name, argpos) != 0) {
+    release_managed(*mv, NULL);
+    *mv = NULL;
+    return -1;
   }
   return 0;
 }
@@ -213,6 +272,10 @@ static PyObject* protocol_checked_capsule(PyObject* obj, Py_ssize_t argpos, int*
   PyObject* cap = protocol_capsule(obj, argpos, has_dev ? &dev : NULL, versioned);
   if (cap == NULL) return NULL;
   DLTensor* dl = capsule_dl(cap, *versioned);
+  if (dl_check(dl, Py_TYPE(obj)->tp_name, argpos) != 0) {
+    Py_DECREF(cap); /* unconsumed: its destructor releases the tensor */
+    return NULL;
+  }
   if (has_dev && (dl->device.device_type != dev.device_type ||
                   dl->device.device_id != dev.device_id)) {
     tvmffi_arg_error(PyExc_ValueError, argpos,

@@ -113,6 +113,14 @@ static int api_dltensor_from_py(void* py_obj, DLTensor* out) {
 }
 
 static int api_managed_to_py(DLManagedTensorVersioned* mt, void** out) {
+  if (mt == NULL) {
+    PyErr_SetString(PyExc_ValueError, "managed_tensor_to_py_object_no_sync: no tensor");
+    return -1;
+  }
+  if (dl_check(&mt->dl_tensor, "managed_tensor_to_py_object_no_sync", -1) != 0) {
+    release_managed(mt, NULL);
+    return -1;
+  }
   OwnTensor* h = own_from_managed(mt, NULL, -1);
   if (h == NULL) return -1;
   PyObject* t = tvmffi_object_wrap_owned(h);

@@ -64,6 +64,11 @@ static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call
     res = tvmffi_raise_ffi_error();
   } else if ((res = same_object_arg(args, packed, nargs, &result)) == NULL) {
     res = tvmffi_any_to_py_owned(&result);
+    /* A function made by one that keeps the GIL (a runtime builtin's map
+     * iterator, the registry's name functor) reads the same shared state. */
+    if (!release_gil && res != NULL && Py_TYPE(res) == &TVMFFIFunctionType) {
+      ((TVMFFIPyFunction*)res)->release_gil = 0;
+    }
   }
 done:
   temps_release(&temps);
@@ -195,6 +200,13 @@ int tvmffi_call_global_any(const char* name, TVMFFIObjectHandle* cache, TVMFFIAn
   return 0;
 }
 
+/* The runtime's own builtins ("ffi.*": container reads and mutations, the
+ * global registry) touch state shared by every thread, which the runtime does
+ * not lock: they keep the GIL, so Python threads sharing a List, Dict or the
+ * registry are serialized as with Python's own list and dict. They are cheap
+ * and never block, so releasing the GIL would buy nothing. */
+static int is_runtime_builtin(const char* name) { return strncmp(name, "ffi.", 4) == 0; }
+
 static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
   (void)self;
   const char* name;
@@ -202,7 +214,11 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
   if (!PyArg_ParseTuple(args, "s|p", &name, &allow_missing)) return NULL;
   TVMFFIObjectHandle h;
   if (tvmffi_get_global(name, &h) != 0) return NULL;
-  if (h != NULL) return tvmffi_function_wrap_owned(h);
+  if (h != NULL) {
+    PyObject* f = tvmffi_function_wrap_owned(h);
+    if (f != NULL && is_runtime_builtin(name)) ((TVMFFIPyFunction*)f)->release_gil = 0;
+    return f;
+  }
   if (allow_missing) Py_RETURN_NONE;
   PyErr_Format(PyExc_ValueError, "global function '%s' is not registered", name);
   return NULL;

@@ -345,6 +345,18 @@ static PyObject* py_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t n
     return NULL;
   }
   TVMFFIPyObject* self = (TVMFFIPyObject*)args[0];
+  /* A handle, once set, stays until the object dies. Any call, field access
+   * or element read may be using it right now (packed as an argument while
+   * Python code runs, or in another thread with the GIL released) and relies
+   * on the Python object alone to keep it alive: replacing it would free it
+   * under them. */
+  if (self->handle != NULL) {
+    PyErr_Format(PyExc_RuntimeError,
+                 "%.200s object is already initialized; __init__ cannot replace its FFI "
+                 "object (create a new %.200s instead)",
+                 Py_TYPE(self)->tp_name, Py_TYPE(self)->tp_name);
+    return NULL;
+  }
   TVMFFIObjectHandle func = ((TVMFFIPyObject*)args[1])->handle;
   PyObject* res = tvmffi_call_handle(func, args + 2, nargs - 2, 0);
   if (res == NULL) return NULL;
@@ -357,9 +369,14 @@ static PyObject* py_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t n
   TVMFFIObjectHandle h = ((TVMFFIPyObject*)res)->handle;
   TVMFFIObjectIncRef(h);
   Py_DECREF(res);
-  TVMFFIObjectHandle old = self->handle;
+  if (self->handle != NULL) {
+    /* The arguments' conversion ran Python code that initialized self. */
+    TVMFFIObjectDecRef(h);
+    PyErr_Format(PyExc_RuntimeError, "%.200s object was initialized during its own __init__",
+                 Py_TYPE(self)->tp_name);
+    return NULL;
+  }
   self->handle = h;
-  if (old != NULL) TVMFFIObjectDecRef(old);
   Py_RETURN_NONE;
 }
 

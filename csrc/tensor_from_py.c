@@ -99,8 +99,8 @@ static TypeEntry g_type_cache[TYPE_CACHE_SIZE];
 
 const TypeEntry* type_entry(PyTypeObject* tp) {
   TypeEntry* e = &g_type_cache[((uintptr_t)tp >> 4) % TYPE_CACHE_SIZE];
-  if (e->type == tp) return e;
-  TypeEntry fresh = {tp, TK_PROTOCOL, NULL, 0};
+  if (e->type == tp && e->tag == tp->tp_version_tag && e->tag != 0) return e;
+  TypeEntry fresh = {tp, 0, TK_PROTOCOL, NULL, 0};
   if (is_ndarray_type(tp) && same_dlpack_as_ndarray(tp)) {
     fresh.kind = TK_NDARRAY;
   } else if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) {
@@ -111,6 +111,7 @@ const TypeEntry* type_entry(PyTypeObject* tp) {
     fresh.kind = TK_EXCHANGE;
     fresh.is_torch = is_torch_type(tp);
   }
+  fresh.tag = tvmffi_type_version_tag(tp); /* after the lookups above */
   Py_INCREF(tp);
   PyTypeObject* old = e->type;
   *e = fresh;

@@ -100,6 +100,7 @@ typedef enum {
 
 typedef struct {
   PyTypeObject* type; /* owned, so a reused address never aliases */
+  unsigned int tag;   /* the type's version tag when decided (see core.h) */
   TensorKind kind;
   const DLPackExchangeAPI* api;
   int is_torch;
@@ -131,6 +132,11 @@ static inline int is_tensor_object(PyObject* obj) {
 extern PyObject* g_str_dlpack;
 int dlpack_init(void);
 const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp);
+/* The most dimensions a producer's tensor may have (NumPy's limit). */
+#define DL_MAX_NDIM 64
+/* 0 when a producer's DLTensor is sound to read (ndim, shape, device, dtype);
+ * else -1 with a ValueError naming the argument and what was wrong. */
+int dl_check(const DLTensor* dl, const char* producer, Py_ssize_t argpos);
 /* For a TK_EXCHANGE entry: whether the producer's non-owning DLTensor fill is
  * used (torch; the Python tensor then keeps the data alive) rather than its
  * managed export. */

@@ -226,6 +226,13 @@ def test_numeric_edges_build_and_check(tmp_path: Any) -> None:
         mod["dims_edge"](np.zeros((0, 2), np.int8))
 
 
+def test_signature_names_outside_the_runtime_prefix() -> None:
+    # __tvm_ffi__library_bin, __tvm_ffi__doc_f, ... belong to the runtime.
+    for name in ("_library_bin", "_doc_f", "_"):
+        with pytest.raises(ValueError, match="must not start with '_'"):
+            Signature(name, [])
+
+
 def test_numeric_fields_refused_when_c_cannot_hold_them() -> None:
     with pytest.raises(ValueError, match=r"divisibility must be a positive int below 2\*\*63"):
         Var("n", divisibility=2**70)

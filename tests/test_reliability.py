@@ -130,3 +130,63 @@ def test_base_class_change_reaches_subclasses() -> None:
     assert echo(before) is before  # an opaque object (official behaviour)
     Base.__tvm_ffi_int__ = lambda self: 5  # type: ignore[attr-defined]
     assert echo(Sub()) == 5
+
+
+# ---- an object's handle never changes while the object lives ---------------------------
+def test_reinit_of_a_live_object_raises_and_keeps_it() -> None:
+    arr = tvmffi.Array([1, 2, 3])
+    handle = arr.__chandle__()
+    with pytest.raises(RuntimeError, match="already initialized"):
+        arr.__init__([4])  # type: ignore[misc]
+    assert arr.__chandle__() == handle and list(arr) == [1, 2, 3]
+
+
+class Reiniter:
+    """An index whose conversion re-initialises another argument."""
+
+    def __init__(self, victim: Any) -> None:
+        self.victim = victim
+
+    def __index__(self) -> int:
+        self.victim.__init__([7] * 100)
+        return 0
+
+
+def test_reinit_during_argument_packing_cannot_free_a_packed_handle() -> None:
+    lst = tvmffi.List([1, 2, 3])
+    with pytest.raises(RuntimeError, match="already initialized"):
+        testing.nop(lst, Reiniter(lst))
+    assert list(lst) == [1, 2, 3]
+
+
+def test_reinit_during_element_read_cannot_free_the_container() -> None:
+    lst = tvmffi.List(["a", "b"])
+    with pytest.raises(RuntimeError, match="already initialized"):
+        lst[Reiniter(lst)]
+    assert list(lst) == ["a", "b"]
+
+
+def test_reinit_from_another_thread_during_a_gil_released_call() -> None:
+    import threading
+
+    arr = tvmffi.Array(list(range(1000)))
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reinit() -> None:
+        while not stop.is_set():
+            try:
+                arr.__init__([0])  # type: ignore[misc]
+            except RuntimeError as e:
+                errors.append(e)
+
+    t = threading.Thread(target=reinit)
+    t.start()
+    try:
+        for _ in range(2000):
+            assert echo(arr).same_as(arr)
+    finally:
+        stop.set()
+        t.join()
+    assert errors and all("already initialized" in str(e) for e in errors)
+    assert list(arr)[:3] == [0, 1, 2]

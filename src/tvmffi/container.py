@@ -54,8 +54,17 @@ class _FFISequence(Object):
         return _seq_getitem(self, i)
 
     def __iter__(self) -> Iterator[Any]:
-        for i in range(_seq_size(self)):
-            yield _seq_getitem(self, i)
+        # Like a list iterator: stops at the current end, so a list shrunk
+        # meanwhile (by this or another thread) ends the loop early instead
+        # of raising IndexError.
+        i = 0
+        while True:
+            try:
+                item = _seq_getitem(self, i)
+            except IndexError:
+                return
+            yield item
+            i += 1
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Object):

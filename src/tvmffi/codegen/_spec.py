@@ -272,6 +272,13 @@ class Signature:
 
     def __init__(self, name: str, params: Sequence[Param], *, doc: str | None = None):
         check_identifier(name, "Signature name")
+        if name.startswith("_"):
+            # __tvm_ffi_<name> would start with __tvm_ffi__, the runtime's own prefix
+            # (__tvm_ffi__library_bin, __tvm_ffi__doc_<f>, ...).
+            raise ValueError(
+                f"Signature name {name!r} must not start with '_' (symbols starting "
+                "__tvm_ffi__ are the runtime's)"
+            )
         if isinstance(params, (str, bytes)) or not isinstance(params, Sequence):
             raise ValueError(f"Signature {name!r} params must be a sequence of specs")
         seen: set[str] = set()

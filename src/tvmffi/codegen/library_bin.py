@@ -73,6 +73,10 @@ class LibraryBinEntry:
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or not self.kind:
             raise ValueError(f"module kind must be a non-empty str, not {self.kind!r}")
+        try:
+            self.kind.encode("utf-8")  # the array stores it as UTF-8
+        except UnicodeEncodeError:
+            raise ValueError(f"module kind {self.kind!r} is not valid Unicode text") from None
         if self.kind == LIB_KEY:
             if self.payload is not None:
                 raise ValueError(f"the {LIB_KEY!r} entry carries no payload")
@@ -214,7 +218,9 @@ class LibraryBin:
             size = "library symbols" if entry.payload is None else f"{len(entry.payload)} bytes"
             imports = ", ".join(str(c) for c in self.imports_of(i)) or "-"
             root = " (root)" if i == 0 else ""
-            lines.append(f"[{i}] {entry.kind}: {size}; imports {imports}{root}")
+            # One line per module, whatever the kind holds (newlines, controls).
+            kind = entry.kind if entry.kind.isprintable() else repr(entry.kind)
+            lines.append(f"[{i}] {kind}: {size}; imports {imports}{root}")
         return "\n".join(lines)
 
 

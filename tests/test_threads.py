@@ -1,0 +1,120 @@
+"""Thread-safety guarantees stated in the README: one List, Dict or the global
+registry shared by several Python threads behaves like Python's own list and
+dict (every operation is atomic; readers see only values that were stored)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import tvmffi
+import tvmffi.testing as testing
+
+THREADS = 4
+ROUNDS = 3000
+
+
+def run_threads(writer: Callable[[], None], reader: Callable[[], None]) -> None:
+    """One writer and THREADS - 1 readers, started together; re-raises the first failure."""
+    errors: list[BaseException] = []
+    start = threading.Barrier(THREADS)
+
+    def wrap(fn: Callable[[], None]) -> Callable[[], None]:
+        def body() -> None:
+            start.wait()
+            try:
+                fn()
+            except BaseException as e:  # reported to the main thread
+                errors.append(e)
+
+        return body
+
+    threads = [threading.Thread(target=wrap(writer))]
+    threads += [threading.Thread(target=wrap(reader)) for _ in range(THREADS - 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def test_list_mutated_while_other_threads_read() -> None:
+    lst = tvmffi.List(list(range(8)))
+
+    def writer() -> None:
+        for i in range(ROUNDS):
+            lst.append(i)
+            lst.insert(0, i)
+            lst[len(lst) // 2] = i
+            lst.pop()
+            del lst[0]
+            if len(lst) > 64:
+                lst.clear()
+                lst.extend(range(8))
+
+    def reader() -> None:
+        for _ in range(ROUNDS):
+            n = len(lst)
+            for i in range(min(n, 4)):
+                try:
+                    v = lst[i]
+                except IndexError:
+                    continue  # shrunk since len(): allowed, as with a Python list
+                assert type(v) is int, v
+            for v in list(lst):
+                assert type(v) is int, v
+            assert all(type(v) is int for v in testing.echo(lst))
+
+    run_threads(writer, reader)
+
+
+def test_dict_mutated_while_other_threads_read() -> None:
+    d = tvmffi.Dict({i: i for i in range(8)})
+
+    def writer() -> None:
+        for i in range(ROUNDS):
+            d[i % 32] = i
+            if i % 3 == 0:
+                d.pop(i % 29, None)
+            if i % 500 == 0:
+                d.clear()
+
+    def reader() -> None:
+        for _ in range(ROUNDS // 4):
+            for k, v in list(d.items()):
+                assert type(k) is int and type(v) is int, (k, v)
+            got = d.get(3)
+            assert got is None or type(got) is int
+            assert len(d) >= 0
+
+    run_threads(writer, reader)
+
+
+def test_global_function_removed_while_other_threads_look_it_up() -> None:
+    name = "tests.threads.transient"
+    remove = tvmffi.get_global_func("ffi.FunctionRemoveGlobal")
+
+    def writer() -> None:
+        for i in range(ROUNDS):
+            tvmffi.register_global_func(name, lambda x, i=i: x + i, override=True)
+            remove(name)
+
+    def reader() -> None:
+        for _ in range(ROUNDS):
+            f = tvmffi.get_global_func(name, allow_missing=True)
+            if f is not None:
+                assert isinstance(f(1), int)
+            if _ % 200 == 0:
+                assert "ffi.Array" in tvmffi.list_global_func_names()
+
+    run_threads(writer, reader)
+    assert tvmffi.get_global_func(name, allow_missing=True) is None
+
+
+def test_runtime_builtins_keep_the_gil() -> None:
+    assert tvmffi.get_global_func("ffi.ListAppend").release_gil is False
+    assert tvmffi.get_global_func("ffi.FunctionRemoveGlobal").release_gil is False
+    it = tvmffi.get_global_func("ffi.MapForwardIterFunctor")(tvmffi.Map({1: 2}))
+    assert it.release_gil is False
+    assert tvmffi.get_global_func("testing.echo").release_gil is True
