@@ -190,3 +190,23 @@ def test_reinit_from_another_thread_during_a_gil_released_call() -> None:
         t.join()
     assert errors and all("already initialized" in str(e) for e in errors)
     assert list(arr)[:3] == [0, 1, 2]
+
+
+# ---- a registered error class that cannot be built from one message -------------------
+def test_registered_error_class_needing_more_arguments_falls_back() -> None:
+    class TwoArgs(Exception):
+        def __init__(self, a: str, b: str) -> None:
+            super().__init__(a, b)
+
+    class NotAnException(Exception):
+        def __new__(cls, *args: Any) -> Any:
+            return 42
+
+    raise_error = tvmffi.get_global_func("testing.test_raise_error")
+    for kind, cls in [("W12TwoArgs", TwoArgs), ("W12NotExc", NotAnException)]:
+        tvmffi.register_error(kind, cls)
+        with pytest.raises(tvmffi.Error) as info:
+            raise_error(kind, "the message")
+        assert info.value.kind == kind
+        assert "the message" in str(info.value)
+        assert isinstance(info.value.__cause__, TypeError)

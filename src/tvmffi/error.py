@@ -179,8 +179,7 @@ def _from_ffi(error: ErrorObject, carried: BaseException | None) -> BaseExceptio
             ffi_error.update_backtrace(error.backtrace)
         return carried
     kind, message, backtrace = _core._error_fields(error)
-    cls = _KIND_TO_CLASS.get(kind, _UNKNOWN_KIND)
-    exc = cls(message)
+    exc = _instantiate(_KIND_TO_CLASS.get(kind, _UNKNOWN_KIND), kind, message)
     if isinstance(exc, Error):
         exc.kind = kind
     exc.__tvm_ffi_error__ = error  # type: ignore[attr-defined]
@@ -188,6 +187,29 @@ def _from_ffi(error: ErrorObject, carried: BaseException | None) -> BaseExceptio
     if note is not None:
         _add_note(exc, note)
     return exc
+
+
+def _instantiate(cls: type[BaseException], kind: str, message: str) -> BaseException:
+    """``cls(message)``; a registered class that cannot be built from one message
+    (or builds no exception) gives the unknown-kind error instead, so the
+    error's kind and message still surface, with the failure as its cause."""
+    failure: BaseException | None = None
+    try:
+        exc = cls(message)
+    except Exception as e:
+        failure = e
+    else:
+        if isinstance(exc, BaseException):
+            return exc
+        failure = TypeError(f"{cls.__qualname__}({message!r}) returned {type(exc).__name__}")
+    fallback = _UNKNOWN_KIND(message)
+    fallback.__cause__ = failure
+    _add_note(
+        fallback,
+        f"error kind {kind!r} is registered to {cls.__module__}.{cls.__qualname__}, "
+        "which could not be built from the message",
+    )
+    return fallback
 
 
 def _add_note(exc: BaseException, note: str) -> None:
