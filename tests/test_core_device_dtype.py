@@ -440,3 +440,11 @@ def test_official_dtype_passes_as_a_dtype():
             official.lanes,
         )
     assert tvmffi.dtype(tvm_ffi.dtype("f16")) == "f16"
+
+
+def test_star_import_does_not_shadow_builtins():
+    # Like the official __all__, ours leaves the dtype literals out (`bool` above all).
+    ns: dict[str, object] = {}
+    exec("from tvmffi import *", ns)
+    assert "bool" not in ns and "float32" not in ns
+    assert ns["dtype"] is tvmffi.dtype and ns["device"] is tvmffi.device

@@ -42,7 +42,10 @@ from .tensor import Tensor, TensorView, from_dlpack
 # ---- devices, dtypes, tensors, streams (official names; tvmffi aliases after) ----
 # isort: split
 from .device import DLDeviceType, device
-from .dtype import (  # the official dtype literals
+
+# dtype, its earlier name DataType, and the official dtype literals (public, but not in
+# __all__: see below).
+from .dtype import (  # noqa: F401
     DataType,
     bfloat16,
     bool,
@@ -152,39 +155,14 @@ __all__ = [
     "vulkan",
 ]
 
-# devices, dtypes, tensors, streams (official names)
+# devices, dtypes, tensors, streams (official names; like the official __all__, it leaves
+# out the dtype literals, so `import *` never shadows the builtin `bool`)
 __all__ += [
     "DLDeviceType",
     "StreamContext",
-    "bfloat16",
-    "bool",
     "device",
     "dtype",
-    "float4_e2m1fn",
-    "float4_e2m1fn_x2",
-    "float4_e2m1fnx2",
-    "float6_e2m3fn",
-    "float6_e3m2fn",
-    "float8_e3m4",
-    "float8_e4m3",
-    "float8_e4m3b11fnuz",
-    "float8_e4m3fn",
-    "float8_e4m3fnuz",
-    "float8_e5m2",
-    "float8_e5m2fnuz",
-    "float8_e8m0fnu",
-    "float16",
-    "float32",
-    "float64",
     "get_raw_stream",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
     "use_raw_stream",
     "use_torch_stream",
 ]

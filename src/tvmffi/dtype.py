@@ -17,36 +17,9 @@ from ._core import dtype
 
 DataType = dtype
 
-__all__ = [
-    "DataType",
-    "bfloat16",
-    "bool",
-    "dtype",
-    "float4_e2m1fn",
-    "float4_e2m1fn_x2",
-    "float4_e2m1fnx2",
-    "float6_e2m3fn",
-    "float6_e3m2fn",
-    "float8_e3m4",
-    "float8_e4m3",
-    "float8_e4m3b11fnuz",
-    "float8_e4m3fn",
-    "float8_e4m3fnuz",
-    "float8_e5m2",
-    "float8_e5m2fnuz",
-    "float8_e8m0fnu",
-    "float16",
-    "float32",
-    "float64",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-]
+# The dtype literals below are public but left out of __all__ (as officially), so
+# `from tvmffi.dtype import *` never shadows the builtin `bool`.
+__all__ = ["DataType", "dtype"]
 
 _PY_SCALARS: dict[type, str] = {
     builtins.bool: "bool",

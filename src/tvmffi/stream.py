@@ -77,12 +77,13 @@ class StreamContext:
 
     def __init__(self, device: Any, stream: Any) -> None:
         self.device = _device(device)
+        self.device_type = self.device.dlpack_device_type()  # the official attributes
+        self.device_id = self.device.index
         self.stream = _stream_handle(stream)
         self._saved: list[int] = []
 
     def __enter__(self) -> StreamContext:
-        dev = self.device
-        self._saved.append(_core.stream_push(dev.dlpack_device_type(), dev.index, self.stream))
+        self._saved.append(_core.stream_push(self.device_type, self.device_id, self.stream))
         return self
 
     def __exit__(
@@ -91,8 +92,7 @@ class StreamContext:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        dev = self.device
-        _core.stream_pop(dev.dlpack_device_type(), dev.index, self._saved.pop())
+        _core.stream_pop(self.device_type, self.device_id, self._saved.pop())
 
 
 use_stream = StreamContext
