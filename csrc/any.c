@@ -218,6 +218,50 @@ static int cuda_stream_to_any(PyObject* obj, TVMFFIAny* out, Py_ssize_t argpos) 
   return rc;
 }
 
+/* Field `i` of a protocol's result tuple as a C integer in [lo, hi]. */
+static int tuple_field(PyObject* t, Py_ssize_t i, long long lo, long long hi, long long* out) {
+  long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(t, i));
+  if (v == -1 && PyErr_Occurred()) return -1;
+  if (v < lo || v > hi) {
+    PyErr_Format(PyExc_ValueError, "field %zd is %lld, outside [%lld, %lld]", i, v, lo, hi);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+/* __dlpack_data_type__() -> (code, bits, lanes) as a DataType, or
+ * __dlpack_device__() -> (device_type, index) as a Device. */
+static int dlpack_pair_protocol_to_any(PyObject* obj, int is_dtype, TVMFFIAny* out,
+                                       Py_ssize_t argpos) {
+  const char* name = is_dtype ? "__dlpack_data_type__" : "__dlpack_device__";
+  Py_ssize_t want = is_dtype ? 3 : 2;
+  PyObject* t = PyObject_CallMethod(obj, name, NULL);
+  if (t == NULL) return -1;
+  long long f[3] = {0, 0, 0};
+  int rc = -1;
+  if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != want) {
+    tvmffi_arg_error(PyExc_TypeError, argpos, "%.200s.%s() must return a tuple of %zd ints",
+                     Py_TYPE(obj)->tp_name, name, want);
+  } else if (is_dtype && tuple_field(t, 0, 0, UINT8_MAX, &f[0]) == 0 &&
+             tuple_field(t, 1, 0, UINT8_MAX, &f[1]) == 0 &&
+             tuple_field(t, 2, INT16_MIN, UINT16_MAX, &f[2]) == 0) {
+    pod_to_any(kTVMFFIDataType, out);
+    out->v_dtype.code = (uint8_t)f[0];
+    out->v_dtype.bits = (uint8_t)f[1];
+    out->v_dtype.lanes = (uint16_t)f[2];
+    rc = 0;
+  } else if (!is_dtype && tuple_field(t, 0, 0, INT32_MAX, &f[0]) == 0 &&
+             tuple_field(t, 1, 0, INT32_MAX, &f[1]) == 0) {
+    pod_to_any(kTVMFFIDevice, out);
+    out->v_device.device_type = (DLDeviceType)f[0];
+    out->v_device.device_id = (int32_t)f[1];
+    rc = 0;
+  }
+  Py_DECREF(t);
+  return rc;
+}
+
 /* An exception argument travels as the FFI error object (ffi.Error) that
  * tvmffi.error._convert_to_ffi_error makes of it. */
 static int exception_to_any(PyObject* exc, TVMFFIAny* out, TempList* temps) {
@@ -310,6 +354,8 @@ typedef enum {
   K_BOOL_LIKE,
   K_TENSOR,
   K_CUDA_STREAM,
+  K_DLPACK_DTYPE,  /* __dlpack_data_type__() -> (code, bits, lanes) */
+  K_DLPACK_DEVICE, /* __dlpack_device__() -> (type, index), without __dlpack__ */
   K_PROTOCOL, /* K_PROTOCOL + i for kProtocols[i] */
 } SlowKind;
 
@@ -356,6 +402,8 @@ static int classify(PyTypeObject* tp) {
   if (void_p == NULL) return -1;
   if (PyType_IsSubtype(tp, (PyTypeObject*)void_p)) return K_VOID_P;
   if (tp->tp_call != NULL) return K_CALLABLE;
+  if (PyObject_HasAttrString((PyObject*)tp, "__dlpack_data_type__")) return K_DLPACK_DTYPE;
+  if (PyObject_HasAttrString((PyObject*)tp, "__dlpack_device__")) return K_DLPACK_DEVICE;
   if (is_complex_type(tp)) return K_UNSUPPORTED;
   /* numpy.bool_ is neither an int nor index-able in NumPy 2: keep it a Bool. */
   if (strcmp(tp->tp_name, "numpy.bool") == 0 || strcmp(tp->tp_name, "numpy.bool_") == 0) {
@@ -541,6 +589,9 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
       return tvmffi_tensor_to_any(obj, out, temps, argpos);
     case K_CUDA_STREAM:
       return cuda_stream_to_any(obj, out, argpos);
+    case K_DLPACK_DTYPE:
+    case K_DLPACK_DEVICE:
+      return dlpack_pair_protocol_to_any(obj, kind == K_DLPACK_DTYPE, out, argpos);
     case K_OPAQUE:
       return fallback_to_any(obj, out, temps, argpos);
     case K_UNSUPPORTED:

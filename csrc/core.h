@@ -126,8 +126,9 @@ int tvmffi_reflection_init(PyObject* module);
 typedef struct {
   TVMFFIPyObject base;
   vectorcallfunc vectorcall;
-  TVMFFISafeCallType safe_call; /* cached from the function cell */
+  TVMFFISafeCallType safe_call; /* cached from the function cell; NULL when empty */
   int release_gil;
+  PyObject* dict; /* instance attributes (official Function has __dict__); NULL until used */
 } TVMFFIPyFunction;
 
 extern PyTypeObject TVMFFIFunctionType;

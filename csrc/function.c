@@ -89,12 +89,19 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
     PyErr_SetString(PyExc_TypeError, "TVM FFI functions take positional arguments only");
     return NULL;
   }
+  if (self->safe_call == NULL) {
+    PyErr_Format(PyExc_ValueError, "%.200s object holds no FFI function", Py_TYPE(callable)->tp_name);
+    return NULL;
+  }
   return call_safe(self->base.handle, self->safe_call, args, PyVectorcall_NARGS(nargsf),
                    self->release_gil);
 }
 
+/* Function objects are garbage-collected types (their __dict__ may hold a
+ * cycle) but start untracked: one is tracked only once it has a dict, so the
+ * common wrapper costs the collector nothing. */
 PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
-  TVMFFIPyFunction* f = PyObject_New(TVMFFIPyFunction, &TVMFFIFunctionType);
+  TVMFFIPyFunction* f = PyObject_GC_New(TVMFFIPyFunction, &TVMFFIFunctionType);
   if (f == NULL) {
     TVMFFIObjectDecRef(handle);
     return NULL;
@@ -104,17 +111,70 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
   f->vectorcall = function_vectorcall;
   f->safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(handle))->safe_call;
   f->release_gil = g_release_gil_default;
+  f->dict = NULL;
   return (PyObject*)f;
 }
 
+/* Python subclasses (class MyFunction(tvmffi.Function)) start empty and get
+ * a handle later (__move_handle_from__, __init_handle_by_constructor__);
+ * Function itself is only made from a handle. */
 static PyObject* function_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  (void)type;
   (void)args;
   (void)kwargs;
-  PyErr_SetString(PyExc_TypeError,
-                  "Function cannot be instantiated directly; use tvmffi.to_function(callable) "
-                  "or tvmffi.get_global_func(name)");
-  return NULL;
+  if (type == &TVMFFIFunctionType) {
+    PyErr_SetString(PyExc_TypeError,
+                    "Function cannot be instantiated directly; use tvmffi.convert_func(callable) "
+                    "or tvmffi.get_global_func(name)");
+    return NULL;
+  }
+  TVMFFIPyFunction* f = (TVMFFIPyFunction*)type->tp_alloc(type, 0);
+  if (f == NULL) return NULL;
+  f->vectorcall = function_vectorcall;
+  f->release_gil = g_release_gil_default;
+  return (PyObject*)f;
+}
+
+static void function_dealloc(PyObject* op) {
+  TVMFFIPyFunction* f = (TVMFFIPyFunction*)op;
+  PyObject_GC_UnTrack(op);
+  if (f->base.weakreflist != NULL) PyObject_ClearWeakRefs(op);
+  Py_CLEAR(f->dict);
+  TVMFFIObjectHandle h = f->base.handle;
+  f->base.handle = NULL;
+  if (h != NULL) TVMFFIObjectDecRef(h);
+  Py_TYPE(op)->tp_free(op);
+}
+
+static int function_traverse(PyObject* op, visitproc visit, void* arg) {
+  Py_VISIT(((TVMFFIPyFunction*)op)->dict);
+  return 0;
+}
+
+static int function_clear(PyObject* op) {
+  Py_CLEAR(((TVMFFIPyFunction*)op)->dict);
+  return 0;
+}
+
+static void track_if_dict(PyObject* op) {
+  if (((TVMFFIPyFunction*)op)->dict != NULL && !PyObject_GC_IsTracked(op)) PyObject_GC_Track(op);
+}
+
+static int function_setattro(PyObject* op, PyObject* name, PyObject* value) {
+  int rc = PyObject_GenericSetAttr(op, name, value);
+  track_if_dict(op);
+  return rc;
+}
+
+static PyObject* function_get_dict(PyObject* op, void* closure) {
+  PyObject* d = PyObject_GenericGetDict(op, closure);
+  track_if_dict(op);
+  return d;
+}
+
+static int function_set_dict(PyObject* op, PyObject* value, void* closure) {
+  int rc = PyObject_GenericSetDict(op, value, closure);
+  track_if_dict(op);
+  return rc;
 }
 
 static PyObject* get_release_gil(PyObject* op, void* closure) {
@@ -137,6 +197,7 @@ static int set_release_gil(PyObject* op, PyObject* value, void* closure) {
 static PyGetSetDef function_getset[] = {
     {"release_gil", get_release_gil, set_release_gil,
      "Whether calls release the GIL while the FFI function runs (default True).", NULL},
+    {"__dict__", function_get_dict, function_set_dict, "Instance attributes.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -158,7 +219,14 @@ static PyMethodDef function_methods[] = {
 PyTypeObject TVMFFIFunctionType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.Function",
     .tp_basicsize = sizeof(TVMFFIPyFunction),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_BASETYPE |
+                Py_TPFLAGS_HAVE_GC,
+    .tp_dealloc = function_dealloc,
+    .tp_traverse = function_traverse,
+    .tp_clear = function_clear,
+    .tp_setattro = function_setattro,
+    .tp_dictoffset = offsetof(TVMFFIPyFunction, dict),
+    .tp_free = PyObject_GC_Del,
     .tp_doc = "A TVM FFI function. Call it like any Python callable.",
     .tp_base = &TVMFFIObjectType,
     .tp_new = function_new,

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 # ---- functions, registry, errors, conversion (w13c) -------------------------
 from ._core import _OPAQUE_PTR_HANDLERS, Function, Object, _lookup_type_attr
+from .dtype import dtype as DataType
 from .error import ErrorObject as Error
 from .object import TypeInfo
 from .type_schema import TypeSchema
 
 __all__ = [
     "_OPAQUE_PTR_HANDLERS",
+    "DataType",
     "Error",
     "Function",
     "Object",

@@ -1,0 +1,380 @@
+"""The official binding's registry, conversion, error and support-module API on tvmffi."""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import dataclasses
+import inspect
+import os
+import pickle
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tvmffi
+import tvmffi.testing as testing
+from tvmffi import libinfo
+from tvmffi.core import TypeSchema
+from tvmffi.utils.kwargs_wrapper import make_kwargs_wrapper, make_kwargs_wrapper_from_signature
+
+echo = testing.echo
+
+
+# ---- registry --------------------------------------------------------------------------
+def test_decorator_returns_the_registered_function(unique_name: str) -> None:
+    @tvmffi.register_global_func(unique_name)
+    def double(x: int) -> int:
+        return 2 * x
+
+    assert isinstance(double, tvmffi.Function)
+    assert tvmffi.get_global_func(unique_name).same_as(double)
+    assert double(21) == 42
+    tvmffi.remove_global_func(unique_name)
+    assert tvmffi.get_global_func(unique_name, allow_missing=True) is None
+    assert unique_name not in tvmffi.registry.list_global_func_names()
+
+
+def test_register_callable_under_its_name() -> None:
+    def tvmffi_test_named_func(x: int) -> int:
+        return x + 3
+
+    f = tvmffi.register_global_func(tvmffi_test_named_func, override=True)
+    try:
+        assert tvmffi.get_global_func("tvmffi_test_named_func").same_as(f)
+        assert f(1) == 4
+    finally:
+        tvmffi.remove_global_func("tvmffi_test_named_func")
+
+
+def test_missing_global_raises_value_error() -> None:
+    with pytest.raises(ValueError, match=r"no\.such\.function"):
+        tvmffi.get_global_func("no.such.function")
+    with pytest.raises(ValueError):
+        tvmffi.register_global_func(42)  # type: ignore[arg-type]
+
+
+def test_metadata_of_cxx_and_python_functions(unique_name: str) -> None:
+    meta = tvmffi.get_global_func_metadata("testing.schema_id_int")
+    assert meta["int_attr"] == 1 and meta["str_attr"] == "hello"
+    assert str(TypeSchema.from_json_str(meta["type_schema"])) == "Callable[[int], int]"
+    tvmffi.register_global_func(unique_name, lambda: None)
+    assert tvmffi.get_global_func_metadata(unique_name) == {}
+
+
+def test_registered_type_keys() -> None:
+    keys = tvmffi.registry.get_registered_type_keys()
+    assert "ffi.Array" in keys and "ffi.Error" in keys
+
+
+def test_init_ffi_api_fills_a_module(unique_name: str) -> None:
+    prefix = unique_name.rsplit(".", 1)[0] + ".api"
+    tvmffi.register_global_func(prefix + ".triple", lambda x: 3 * x)
+    tvmffi.register_global_func(prefix + ".deeper.skip", lambda: 0)
+    mod = types.ModuleType(prefix)
+    sys.modules[prefix] = mod
+    try:
+        tvmffi.init_ffi_api(prefix)
+        assert mod.triple(5) == 15
+        assert not hasattr(mod, "deeper") and not hasattr(mod, "skip")
+    finally:
+        del sys.modules[prefix]
+    from tvmffi import _ffi_api
+
+    assert _ffi_api.ArraySize(tvmffi.convert([1, 2])) == 2
+
+
+# ---- conversion ------------------------------------------------------------------------
+def test_convert_gives_ffi_values() -> None:
+    assert isinstance(tvmffi.convert([1, 2]), tvmffi.Array)
+    assert isinstance(tvmffi.convert({"a": 1}), tvmffi.Map)
+    f = tvmffi.convert(lambda a, b: a + b)
+    assert isinstance(f, tvmffi.Function) and f(1, 2) == 3
+    assert tvmffi.convert(None) is None and tvmffi.convert(3) == 3
+    assert tvmffi.convert_func(lambda: 7)() == 7
+    with pytest.raises(TypeError, match="__dlpack_c_exchange_api__"):
+        tvmffi.convert_func(lambda x: x, tensor_cls=object)
+
+
+def test_value_and_number_protocols() -> None:
+    class Value:
+        def __init__(self, v: object) -> None:
+            self.v = v
+
+        def __tvm_ffi_value__(self) -> object:
+            return self.v
+
+    class AsInt:
+        def __tvm_ffi_int__(self) -> int:
+            return 10
+
+    class AsFloat:
+        def __tvm_ffi_float__(self) -> float:
+            return 2.5
+
+    assert echo(Value(Value(10))) == 10
+    assert tuple(echo(Value([1, Value(2)]))) == (1, 2)
+    assert echo(AsInt()) == 10 and isinstance(echo(AsInt()), int)
+    assert echo(AsFloat()) == 2.5
+
+
+def test_pointer_stream_dtype_device_protocols() -> None:
+    class Ptr:
+        def __tvm_ffi_opaque_ptr__(self) -> int:
+            return 0x1234
+
+    class Stream:
+        def __cuda_stream__(self) -> tuple[int, int]:
+            return (0, 0x5678)
+
+    class DT:
+        def __dlpack_data_type__(self) -> tuple[int, int, int]:
+            return (2, 32, 1)
+
+    class Dev:
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (2, 1)
+
+    assert echo(Ptr()).value == 0x1234
+    assert echo(Stream()).value == 0x5678
+    assert echo(DT()) == tvmffi.dtype("float32")
+    assert echo(Dev()) == tvmffi.device("cuda:1")
+
+
+def test_bad_pair_protocols_raise() -> None:
+    class BadDT:
+        def __dlpack_data_type__(self) -> tuple[int, int]:
+            return (2, 32)
+
+    class BigDev:
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (2, 2**40)
+
+    with pytest.raises(TypeError, match="__dlpack_data_type__"):
+        echo(BadDT())
+    with pytest.raises(ValueError):
+        echo(BigDev())
+
+
+@settings(deadline=None)
+@given(st.integers(0, 255), st.integers(0, 255), st.integers(1, 32767))
+def test_dlpack_data_type_protocol_round_trips(code: int, bits: int, lanes: int) -> None:
+    class DT:
+        def __dlpack_data_type__(self) -> tuple[int, int, int]:
+            return (code, bits, lanes)
+
+    try:
+        out = echo(DT())
+    except ValueError:
+        return  # a code the runtime cannot name
+    assert (out.type_code, out.bits, out.lanes) == (code, bits, lanes)
+
+
+def test_opaque_objects_keep_identity_and_references() -> None:
+    class Thing:
+        pass
+
+    x = Thing()
+    base = sys.getrefcount(x)
+    assert echo(x) is x
+    assert tvmffi.convert(lambda z: z)(x) is x
+    assert sys.getrefcount(x) == base
+
+
+def test_opaque_ptr_handlers_are_looked_up_per_value() -> None:
+    class Event:
+        def __init__(self, address: int) -> None:
+            self.address = address
+
+    handlers = tvmffi.core._OPAQUE_PTR_HANDLERS
+    handlers[Event] = lambda e: e.address
+    try:
+        assert echo(Event(0xCAFE)).value == 0xCAFE
+    finally:
+        del handlers[Event]
+    e = Event(1)
+    assert echo(e) is e
+
+
+# ---- errors ----------------------------------------------------------------------------
+def _cxx_error() -> BaseException:
+    try:
+        testing.test_raise_error("ValueError", "error XYZ")
+    except ValueError as e:
+        return e
+    raise AssertionError("no error")
+
+
+def test_ffi_exception_carries_its_error_object() -> None:
+    err = _cxx_error()
+    ffi_error = err.__tvm_ffi_error__  # type: ignore[attr-defined]
+    assert isinstance(ffi_error, tvmffi.core.Error)
+    assert (ffi_error.kind, ffi_error.message) == ("ValueError", "error XYZ")
+    assert "TestRaiseError" in ffi_error.backtrace
+
+
+def test_exception_pickles_and_copies_with_its_error() -> None:
+    err = _cxx_error()
+    for restored in (pickle.loads(pickle.dumps(err)), copy.deepcopy(err)):
+        assert isinstance(restored, ValueError)
+        assert restored.__tvm_ffi_error__.message == "error XYZ"  # type: ignore[attr-defined]
+    bare = tvmffi.core.Error("TypeError", "boom", "bt")
+    back = pickle.loads(pickle.dumps(bare))
+    assert (back.kind, back.message, back.backtrace) == ("TypeError", "boom", "bt")
+    assert not back.same_as(bare)
+    empty = pickle.loads(pickle.dumps(tvmffi.core.Error.__new__(tvmffi.core.Error)))
+    assert empty.__chandle__() == 0
+
+
+def test_exception_argument_becomes_error_object() -> None:
+    def raise_here() -> None:
+        raise KeyError("missing")
+
+    try:
+        raise_here()
+    except KeyError as e:
+        ffi_error = echo(e)
+    assert isinstance(ffi_error, tvmffi.core.Error)
+    assert ffi_error.kind == "KeyError" and ffi_error.message == "missing"
+    assert "raise_here" in ffi_error.backtrace
+
+
+def test_register_error_official_forms() -> None:
+    @tvmffi.register_error
+    class W13cError(RuntimeError):
+        pass
+
+    @tvmffi.register_error("W13cOther")
+    class Other(ValueError):
+        pass
+
+    with pytest.raises(W13cError, match="one"):
+        testing.test_raise_error("W13cError", "one")
+    with pytest.raises(Other, match="two"):
+        testing.test_raise_error("W13cOther", "two")
+    with pytest.raises(RuntimeError):
+        testing.test_raise_error("W13cUnknownKind", "three")
+
+
+# ---- libinfo, config -------------------------------------------------------------------
+def test_libinfo_answers_with_the_wheel_files() -> None:
+    assert Path(libinfo.find_libtvm_ffi()).samefile(tvmffi.lib_path())
+    include = Path(libinfo.find_include_path())
+    assert (include / "tvm" / "ffi" / "c_api.h").is_file()
+    assert (Path(libinfo.find_dlpack_include_path()) / "dlpack").is_dir()
+    assert (Path(libinfo.find_cmake_path()) / "tvm_ffi-config.cmake").is_file()
+    assert Path(libinfo.find_cython_lib()).is_file()
+    assert str(include) in libinfo.include_paths()
+
+
+def test_find_library_by_basename(tmp_path: Path) -> None:
+    (tmp_path / "libw13cdummy.so").write_bytes(b"")
+    found = libinfo._find_library_by_basename("no-such-dist", "w13cdummy", [tmp_path])
+    assert found == (tmp_path / "libw13cdummy.so").resolve()
+    with pytest.raises(TypeError, match=r"extra_lib_paths\[1\]"):
+        libinfo._find_library_by_basename("x", "y", [tmp_path, str(tmp_path)])  # type: ignore[list-item]
+    with pytest.raises(RuntimeError, match="Cannot find library"):
+        libinfo._find_library_by_basename("no-such-dist", "w13c_absent", [tmp_path])
+
+
+def test_config_cli_prints_paths() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "tvmffi.config", "--includedir", "--libs", "--cflags"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+    ).stdout.split("\n")
+    inc = libinfo.find_include_path()
+    assert out[:3] == [inc, f"-I{inc} -I{libinfo.find_dlpack_include_path()}", "-ltvm_ffi"]
+
+
+# ---- kwargs wrapper --------------------------------------------------------------------
+def test_kwargs_wrapper_binds_and_validates() -> None:
+    w = make_kwargs_wrapper(lambda *a: a, ["a", "b"], (5,), ["c"], {"c": "s"})
+    assert w(1) == (1, 5, "s") and w(1, c=None, b=2) == (1, 2, None)
+    with pytest.raises(TypeError):
+        w()
+    with pytest.raises(ValueError, match="Python keyword"):
+        make_kwargs_wrapper(lambda *a: a, ["class"])
+    with pytest.raises(ValueError, match="internal names"):
+        make_kwargs_wrapper(lambda *a: a, ["__i_MISSING"])
+
+    @dataclasses.dataclass
+    class P:
+        x: int
+        y: list[object]
+
+    def proto(p: P, q: int = 3) -> None:
+        """Doc."""
+
+    w2 = make_kwargs_wrapper_from_signature(
+        lambda *a: a, inspect.signature(proto), proto, map_dataclass_to_tuple=["p"]
+    )
+    assert w2(P(1, [P(2, [])])) == ((1, [(2, [])]), 3)
+    assert w2.__name__ == "proto" and w2.__doc__ == "Doc."
+
+
+def test_kwargs_wrapper_defaults_never_enter_the_source() -> None:
+    # A str default that looks like code is a value, not source.
+    w = make_kwargs_wrapper(lambda *a: a, ["a"], ("__import__('os').getpid()",))
+    assert w() == ("__import__('os').getpid()",)
+
+
+# ---- type schema -----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("testing.schema_packed", "Callable[..., Any]"),
+        ("testing.schema_no_args_no_return", "Callable[[], None]"),
+        ("testing.schema_id_dltensor", "Callable[[Tensor], Tensor]"),
+        ("testing.schema_id_arr", "Callable[[Array[Any]], Array[Any]]"),
+        (
+            "testing.schema_arr_map_opt",
+            "Callable[[Array[int | None], Map[str, Array[int]], str | None], Map[str, Array[int]]]",
+        ),
+    ],
+)
+def test_type_schema_renders_official_spelling(name: str, text: str) -> None:
+    schema = TypeSchema.from_json_str(tvmffi.get_global_func_metadata(name)["type_schema"])
+    assert str(schema) == text
+    assert schema.repr(lambda t: {"Array": "Sequence"}.get(t, t)) == text.replace(
+        "Array", "Sequence"
+    )
+
+
+def test_opaque_ptr_arguments_keep_ctypes() -> None:
+    assert echo(ctypes.c_void_p(0x10)).value == 0x10
+
+
+# ---- Function --------------------------------------------------------------------------
+def test_function_has_instance_attributes_and_is_collected() -> None:
+    import gc
+    import weakref
+
+    f = tvmffi.convert(lambda x: x)
+    f.__name__ = "renamed"  # type: ignore[attr-defined]
+    assert f.__name__ == "renamed"  # type: ignore[attr-defined]
+    f.me = f  # type: ignore[attr-defined]  # a cycle through the instance dict
+    ref = weakref.ref(f)
+    del f
+    gc.collect()
+    assert ref() is None
+
+
+def test_function_subclass_starts_empty() -> None:
+    class Jit(tvmffi.Function):
+        def __init__(self, meta: int) -> None:
+            self.meta = meta
+
+    j = Jit(5)
+    assert j.meta == 5 and j.__chandle__() == 0
+    with pytest.raises(ValueError, match="holds no FFI function"):
+        j(1)
+    with pytest.raises(TypeError):
+        tvmffi.Function()
