@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 
 import tvmffi
 from tvmffi import codegen
-from tvmffi.codegen import EnvStream, Scalar, Signature, Tensor, Var, _build, _emit, emit_c
+from tvmffi._build import toolchain
+from tvmffi.codegen import EnvStream, Scalar, Signature, Tensor, Var, _emit, emit_c
 from tvmffi.codegen.library_bin import (
     LIB_KEY,
     SYMBOL,
@@ -168,10 +169,11 @@ BASE_TREE = LibraryBin.from_imports([LibraryBinEntry(LIB_KEY)] * 3, [[1, 2], [2]
 def library(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, int]:
     """(bytes of a module library carrying BASE_TREE, file offset of the array)."""
     try:
-        cc = _build._tool("c")
+        cc = toolchain.compiler("c")
     except RuntimeError:
         pytest.skip("no C compiler")
-    include, lib_dir = _build._wheel_dirs()
+    includes = [f"-I{d}" for d in toolchain.include_dirs()]
+    lib_dir = toolchain.lib_dir()
     out = tmp_path_factory.mktemp("props")
     data = BASE_TREE.to_bytes()
     src = out / "lib.c"
@@ -181,7 +183,7 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, int]:
         f"{{{','.join(map(str, data))}}};\n" + FUNC_C
     )
     so = out / "libprops.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", include, "-o", str(so), str(src),
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", *includes, "-o", str(so), str(src),
                     f"-L{lib_dir}", "-ltvm_ffi", f"-Wl,-rpath,{lib_dir}"], check=True)
     raw = so.read_bytes()
     at = raw.find(data)
