@@ -49,10 +49,11 @@ static int parse_index(PyObject* obj, int32_t* out) {
                  Py_TYPE(obj)->tp_name);
     return -1;
   }
-  long v = PyLong_AsLong(obj);
+  int overflow;
+  long v = PyLong_AsLongAndOverflow(obj, &overflow);
   if (v == -1 && PyErr_Occurred()) return -1;
-  if (v < 0 || v > INT32_MAX) {
-    PyErr_Format(PyExc_ValueError, "device index must be in [0, 2**31), got %ld", v);
+  if (overflow || v < 0 || v > INT32_MAX) {
+    PyErr_Format(PyExc_ValueError, "device index must be in [0, 2**31), got %S", obj);
     return -1;
   }
   *out = (int32_t)v;
@@ -108,10 +109,12 @@ static int parse_type(PyObject* type, int* code, int32_t* index, int* has_index)
   *has_index = 0;
   if (PyUnicode_Check(type)) return parse_name(type, code, index, has_index);
   if (PyLong_Check(type) && !PyBool_Check(type)) {
-    long v = PyLong_AsLong(type);
+    int overflow;
+    long v = PyLong_AsLongAndOverflow(type, &overflow);
     if (v == -1 && PyErr_Occurred()) return -1;
-    if (device_name((int)v) == NULL || v >= NUM_DEVICE_CODES) {
-      PyErr_Format(PyExc_ValueError, "unknown DLPack device type code %ld", v);
+    /* Range first: a long outside int must not wrap onto a known code. */
+    if (overflow || v <= 0 || v >= NUM_DEVICE_CODES || device_name((int)v) == NULL) {
+      PyErr_Format(PyExc_ValueError, "unknown DLPack device type code %S", type);
       return -1;
     }
     *code = (int)v;

@@ -448,3 +448,12 @@ def test_star_import_does_not_shadow_builtins():
     exec("from tvmffi import *", ns)
     assert "bool" not in ns and "float32" not in ns
     assert ns["dtype"] is tvmffi.dtype and ns["device"] is tvmffi.device
+
+
+@pytest.mark.parametrize("code", [-(2**32) + 1, 2**32 + 1, 2**70, -(2**70), True])
+def test_device_code_out_of_range_never_wraps(code):
+    # A long outside int must not wrap onto a known code (-(2**32) + 1 is 1 as an int).
+    with pytest.raises((ValueError, TypeError)):
+        tvmffi.device(code, 0)
+    with pytest.raises(ValueError):
+        tvmffi.device("cpu", abs(code) if not isinstance(code, bool) else 2**40)
