@@ -337,7 +337,9 @@ typedef enum {
   K_INT,
   K_FLOAT,
   K_STR,
+  K_STRING,
   K_BYTES,
+  K_BYTES_OBJ,
   K_BYTEARRAY,
   K_DEVICE,
   K_DTYPE,
@@ -384,7 +386,9 @@ static int classify(PyTypeObject* tp) {
   /* tvmffi.dtype and the official dtype are str subclasses: checked before str. */
   if (PyType_IsSubtype(tp, &TVMFFIDataTypeType)) return K_DTYPE;
   if (tvmffi_is_dtype_like_type(tp)) return K_DTYPE_LIKE;
+  if (PyType_IsSubtype(tp, &TVMFFIStringType)) return K_STRING;
   if (PyType_IsSubtype(tp, &PyUnicode_Type)) return K_STR;
+  if (tvmffi_is_bytes_class(tp)) return K_BYTES_OBJ;
   if (PyType_IsSubtype(tp, &PyBytes_Type)) return K_BYTES;
   if (PyType_IsSubtype(tp, &PyByteArray_Type)) return K_BYTEARRAY;
   if (PyType_IsSubtype(tp, &TVMFFIDeviceType)) return K_DEVICE;
@@ -541,6 +545,10 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
       return float_to_any(PyFloat_AS_DOUBLE(obj), out);
     case K_STR:
       return tvmffi_str_to_any(obj, out, temps);
+    case K_STRING:
+      return tvmffi_string_to_any(obj, out, temps);
+    case K_BYTES_OBJ:
+      return tvmffi_bytes_obj_to_any(obj, out, temps);
     case K_BYTES:
       return tvmffi_bytes_to_any(PyBytes_AS_STRING(obj), PyBytes_GET_SIZE(obj), out, temps);
     case K_BYTEARRAY:
@@ -664,11 +672,9 @@ static PyObject* object_payload_to_py(TVMFFIAny* value) {
   PyObject* res;
   switch (value->type_index) {
     case kTVMFFIStr:
-      res = tvmffi_bytearray_to_str((TVMFFIByteArray*)tvmffi_cell(h));
-      break;
+      return tvmffi_string_from_owned(h);
     case kTVMFFIBytes:
-      res = tvmffi_bytearray_to_bytes((TVMFFIByteArray*)tvmffi_cell(h));
-      break;
+      return tvmffi_bytes_from_owned(h);
     case kTVMFFIBigInt:
       res = tvmffi_bigint_to_py(value);
       break;

@@ -135,3 +135,19 @@ int tvmffi_opaque_py_create(PyObject* obj, TVMFFIObjectHandle* out) {
   }
   return 0;
 }
+
+/* _opaque_pyobject(o): the Python object an ffi.OpaquePyObject holds. */
+PyObject* tvmffi_opaque_pyobject(PyObject* self, PyObject* o) {
+  (void)self;
+  if (!tvmffi_is_object(o)) {
+    PyErr_SetString(PyExc_TypeError, "_opaque_pyobject expects an OpaquePyObject");
+    return NULL;
+  }
+  TVMFFIObjectHandle h = tvmffi_object_handle(o);
+  if (h == NULL) return NULL;
+  if (tvmffi_type_index_of(h) != kTVMFFIOpaquePyObject) {
+    PyErr_SetString(PyExc_TypeError, "_opaque_pyobject expects an OpaquePyObject");
+    return NULL;
+  }
+  return Py_NewRef((PyObject*)((TVMFFIOpaqueObjectCell*)tvmffi_cell(h))->handle);
+}

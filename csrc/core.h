@@ -84,6 +84,18 @@ PyObject* tvmffi_small_bytes_to_py(const TVMFFIAny* v);
 PyObject* tvmffi_bytearray_to_str(const TVMFFIByteArray* b);
 PyObject* tvmffi_bytearray_to_bytes(const TVMFFIByteArray* b);
 PyObject* tvmffi_bigint_to_py(const TVMFFIAny* v);
+/* String (a str subclass keeping its FFI String) and Bytes (a Python bytes
+ * subclass set by _set_bytes_class): heap strings and bytes come back as these. */
+extern PyTypeObject TVMFFIStringType;
+int tvmffi_strbytes_init_types(PyObject* module);
+/* Owned ffi.String / ffi.Bytes handle -> String / Bytes. Steals the handle. */
+PyObject* tvmffi_string_from_owned(TVMFFIObjectHandle h);
+PyObject* tvmffi_bytes_from_owned(TVMFFIObjectHandle h);
+/* A String / Bytes argument: its own FFI object when it has one (zero-copy). */
+int tvmffi_string_to_any(PyObject* s, TVMFFIAny* out, TempList* temps);
+int tvmffi_bytes_obj_to_any(PyObject* b, TVMFFIAny* out, TempList* temps);
+int tvmffi_is_bytes_class(PyTypeObject* tp);
+PyObject* tvmffi_set_bytes_class(PyObject* self, PyObject* cls);
 
 /* ---- object.c -------------------------------------------------------------- */
 typedef struct {
@@ -105,6 +117,8 @@ PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args);
 PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg);
 /* _set_object_hooks(repr, getattr, dir, subclass): Python fallbacks of Object. */
 PyObject* tvmffi_set_object_hooks(PyObject* self, PyObject* args);
+/* _set_pickle_hooks(reduce, setstate): Object.__reduce__ / __setstate__. */
+PyObject* tvmffi_set_pickle_hooks(PyObject* self, PyObject* args);
 /* Handle of `obj`, known to be an Object; NULL with ValueError "<type> object
  * holds no FFI handle" when it is empty (e.g. a bare tvmffi.Object()). */
 TVMFFIObjectHandle tvmffi_object_handle(PyObject* obj);
@@ -121,6 +135,8 @@ static inline int tvmffi_is_object(PyObject* o) {
 
 /* ---- reflection.c: fields, methods, constructors, container cells ---------- */
 int tvmffi_reflection_init(PyObject* module);
+/* _init_handle(self, func, *args): self takes the object func(*args) returns. */
+PyObject* tvmffi_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t nargs);
 
 /* ---- function.c ------------------------------------------------------------ */
 typedef struct {
@@ -155,6 +171,8 @@ int tvmffi_callback_create(PyObject* callable, TVMFFIObjectHandle* out);
 void tvmffi_release_py_object(void* self);
 /* Opaque Python object holder (type index kTVMFFIOpaquePyObject). */
 int tvmffi_opaque_py_create(PyObject* obj, TVMFFIObjectHandle* out);
+/* _opaque_pyobject(o): the Python object an ffi.OpaquePyObject holds. */
+PyObject* tvmffi_opaque_pyobject(PyObject* self, PyObject* o);
 
 /* ---- error.c --------------------------------------------------------------- */
 /* After an FFI API returned non-zero: move the raised error into a Python

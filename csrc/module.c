@@ -47,6 +47,12 @@ static PyMethodDef core_methods[] = {
     {"set_dtype_hook", tvmffi_set_dtype_hook, METH_O,
      "set_dtype_hook(fn): fn(obj) -> dtype string for non-string dtype-likes."},
     {"object_use_count", py_use_count, METH_O, "Strong reference count of an object's handle."},
+    {"_set_pickle_hooks", tvmffi_set_pickle_hooks, METH_VARARGS,
+     "_set_pickle_hooks(reduce, setstate): Object.__reduce__ and __setstate__."},
+    {"_opaque_pyobject", tvmffi_opaque_pyobject, METH_O,
+     "_opaque_pyobject(o): the Python object an ffi.OpaquePyObject holds."},
+    {"_set_bytes_class", tvmffi_set_bytes_class, METH_O,
+     "_set_bytes_class(cls): heap FFI bytes come back as instances of cls."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -75,7 +81,7 @@ PyMODINIT_FUNC PyInit__core(void) {
   if (tvmffi_object_init_types(m) < 0 || tvmffi_function_init_types(m) < 0 ||
       tvmffi_device_init_types(m) < 0 || tvmffi_dtype_init_types(m) < 0 ||
       tvmffi_reflection_init(m) < 0 || tvmffi_any_init(m) < 0 ||
-      tvmffi_error_object_init(m) < 0 ||
+      tvmffi_error_object_init(m) < 0 || tvmffi_strbytes_init_types(m) < 0 ||
       tvmffi_tensor_init_types(m) < 0 || tvmffi_stream_init(m) < 0 ||
       tvmffi_interop_init() < 0 || register_env_symbols() < 0) {
     Py_DECREF(m);

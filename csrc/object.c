@@ -72,7 +72,8 @@ static PyObject* object_getattro(PyObject* op, PyObject* name);
  * (the hook builds and registers it), instead of an attribute fallback that
  * would slow every lookup on the ancestor class. */
 static PyTypeObject* subclass_for(int32_t type_index, PyTypeObject* ancestor) {
-  if (g_subclass_hook == NULL || ancestor->tp_getattro != PyObject_GenericGetAttr) {
+  if (g_subclass_hook == NULL ||
+      (ancestor != &TVMFFIObjectType && ancestor->tp_getattro != PyObject_GenericGetAttr)) {
     return ancestor;
   }
   PyObject* cls = PyObject_CallFunction(g_subclass_hook, "iO", (int)type_index, ancestor);
@@ -93,7 +94,10 @@ static PyTypeObject* resolve_class(int32_t type_index) {
     if (cls != NULL) return subclass_for(type_index, cls);
     if (PyErr_Occurred()) return NULL;
   }
-  return &TVMFFIObjectType;
+  /* No registered ancestor: a generated class derived from Object itself, as the
+   * official binding's fallback classes (the type's fields and methods on it). */
+  return type_index == kTVMFFIObject ? &TVMFFIObjectType
+                                     : subclass_for(type_index, &TVMFFIObjectType);
 }
 
 /* Registering or dropping a class can change how any type resolves. */
@@ -350,6 +354,54 @@ static PyObject* object_chandle(PyObject* op, PyObject* unused) {
   return PyLong_FromVoidPtr(((TVMFFIPyObject*)op)->handle);
 }
 
+static PyObject* object_get_id(PyObject* op, void* closure) {
+  (void)closure;
+  return PyLong_FromVoidPtr(((TVMFFIPyObject*)op)->handle);
+}
+
+/* obj.__init_handle_by_constructor__(f, *args): obj takes the object f(*args) returns. */
+static PyObject* object_init_by_constructor(PyObject* op, PyObject* const* args,
+                                            Py_ssize_t nargs) {
+  PyObject* stack[9];
+  PyObject** all = nargs < 9 ? stack : PyMem_Malloc(sizeof(PyObject*) * (size_t)(nargs + 1));
+  if (all == NULL) return PyErr_NoMemory();
+  all[0] = op;
+  memcpy(all + 1, args, sizeof(PyObject*) * (size_t)nargs);
+  PyObject* res = tvmffi_init_handle(NULL, all, nargs + 1);
+  if (all != stack) PyMem_Free(all);
+  return res;
+}
+
+/* Pickling goes through the runtime's JSON graph, in Python (tvmffi/object.py). */
+static PyObject* g_reduce_hook;
+static PyObject* g_setstate_hook;
+
+static PyObject* object_reduce(PyObject* op, PyObject* unused) {
+  (void)unused;
+  if (g_reduce_hook == NULL) {
+    PyErr_Format(PyExc_TypeError, "cannot pickle '%s' object", Py_TYPE(op)->tp_name);
+    return NULL;
+  }
+  return PyObject_CallOneArg(g_reduce_hook, op);
+}
+
+static PyObject* object_setstate(PyObject* op, PyObject* state) {
+  if (g_setstate_hook == NULL) {
+    PyErr_Format(PyExc_TypeError, "cannot unpickle '%s' object", Py_TYPE(op)->tp_name);
+    return NULL;
+  }
+  return PyObject_CallFunctionObjArgs(g_setstate_hook, op, state, NULL);
+}
+
+PyObject* tvmffi_set_pickle_hooks(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject *r, *s;
+  if (!PyArg_ParseTuple(args, "OO", &r, &s)) return NULL;
+  Py_XSETREF(g_reduce_hook, r == Py_None ? NULL : Py_NewRef(r));
+  Py_XSETREF(g_setstate_hook, s == Py_None ? NULL : Py_NewRef(s));
+  Py_RETURN_NONE;
+}
+
 static PyObject* object_get_type_index(PyObject* op, void* closure) {
   (void)closure;
   TVMFFIObjectHandle h = tvmffi_object_handle(op);
@@ -445,6 +497,11 @@ static PyMethodDef object_methods[] = {
     {"__init_subclass__", object_init_subclass, METH_NOARGS | METH_CLASS,
      "Drops GC tracking from subclasses that add no instance state."},
     {"same_as", object_same_as, METH_O, "True if both refer to the same FFI object."},
+    {"is_", object_same_as, METH_O, "True if both refer to the same FFI object (same_as)."},
+    {"__init_handle_by_constructor__", (PyCFunction)(void (*)(void))object_init_by_constructor,
+     METH_FASTCALL, "__init_handle_by_constructor__(f, *args): take the object f(*args) returns."},
+    {"__reduce__", object_reduce, METH_NOARGS, "Pickles through the runtime's JSON graph."},
+    {"__setstate__", object_setstate, METH_O, "Restores the handle from the JSON graph."},
     {"__chandle__", object_chandle, METH_NOARGS, "The raw object handle as an int."},
     {"__tvm_ffi_object__", tvmffi_object_to_official, METH_NOARGS,
      "The official binding's (tvm_ffi) object for the same handle."},
@@ -453,6 +510,7 @@ static PyMethodDef object_methods[] = {
 };
 
 static PyGetSetDef object_getset[] = {
+    {"id_", object_get_id, NULL, "The handle's address as an int (0 when empty).", NULL},
     {"type_index", object_get_type_index, NULL, "Runtime type index of the object.", NULL},
     {"type_key", object_get_type_key, NULL, "Type key of the object, e.g. 'ffi.Array'.", NULL},
     {NULL, NULL, NULL, NULL, NULL},

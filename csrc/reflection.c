@@ -256,6 +256,7 @@ typedef struct {
   PyObject* func;
   vectorcallfunc func_vectorcall; /* func's own vectorcall; NULL when it has none */
   vectorcallfunc vectorcall;
+  PyObject* doc; /* the reflected method's doc, or None */
 } MethodDescriptor;
 
 /* With Py_TPFLAGS_METHOD_DESCRIPTOR, `obj.m(a)` calls the descriptor itself
@@ -274,15 +275,13 @@ static PyObject* mdesc_vectorcall(PyObject* op, PyObject* const* args, size_t na
 static PyObject* mdesc_get(PyObject* op, PyObject* obj, PyObject* type) {
   (void)type;
   MethodDescriptor* self = (MethodDescriptor*)op;
-  if (obj == NULL) {
-    Py_INCREF(self->func);
-    return self->func;
-  }
+  if (obj == NULL) return Py_NewRef(op); /* Cls.m: callable as Cls.m(obj, ...), with m's doc */
   return PyMethod_New(self->func, obj);
 }
 
 static void mdesc_dealloc(PyObject* op) {
   Py_XDECREF(((MethodDescriptor*)op)->func);
+  Py_XDECREF(((MethodDescriptor*)op)->doc);
   Py_TYPE(op)->tp_free(op);
 }
 
@@ -290,7 +289,8 @@ static PyObject* mdesc_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
   (void)kwargs;
   PyObject* func;
   int is_static = 0;
-  if (!PyArg_ParseTuple(args, "O|p", &func, &is_static)) return NULL;
+  PyObject* doc = Py_None;
+  if (!PyArg_ParseTuple(args, "O|pO", &func, &is_static, &doc)) return NULL;
   if (is_static) {
     /* The method-descriptor call path always passes the instance. */
     PyErr_SetString(PyExc_ValueError, "wrap static methods with staticmethod()");
@@ -302,6 +302,7 @@ static PyObject* mdesc_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
   self->func = func;
   self->func_vectorcall = PyVectorcall_Function(func);
   self->vectorcall = mdesc_vectorcall;
+  self->doc = Py_NewRef(doc);
   return (PyObject*)self;
 }
 
@@ -312,8 +313,14 @@ static PyObject* mdesc_get_func(PyObject* op, void* c) {
   return f;
 }
 
+static PyObject* mdesc_get_doc(PyObject* op, void* c) {
+  (void)c;
+  return Py_NewRef(((MethodDescriptor*)op)->doc);
+}
+
 static PyGetSetDef mdesc_getset[] = {
     {"__func__", mdesc_get_func, NULL, "The underlying Function.", NULL},
+    {"__doc__", mdesc_get_doc, NULL, "The reflected method's doc.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -332,7 +339,7 @@ static PyTypeObject MethodDescriptorType = {
 
 /* ---- constructor path ---------------------------------------------------- */
 /* _init_handle(self, func, *args): call func(*args); self takes the result. */
-static PyObject* py_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
+PyObject* tvmffi_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   (void)m;
   if (nargs < 2 || !tvmffi_is_object(args[0])) {
     PyErr_SetString(PyExc_TypeError, "_init_handle(self, func, *args)");
@@ -537,7 +544,7 @@ static PyObject* py_shape_tuple(PyObject* m, PyObject* obj) {
 
 static PyMethodDef reflection_methods[] = {
     {"_field_property", py_field_property, METH_VARARGS, "_field_property(type_index, pos)"},
-    {"_init_handle", (PyCFunction)(void (*)(void))py_init_handle, METH_FASTCALL,
+    {"_init_handle", (PyCFunction)(void (*)(void))tvmffi_init_handle, METH_FASTCALL,
      "_init_handle(self, func, *args)"},
     {"_type_key_to_index", py_type_key_to_index, METH_O, "Type index of a key, or None."},
     {"_type_info", py_type_info, METH_VARARGS, "_type_info(type_index, missing)"},

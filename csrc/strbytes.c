@@ -125,3 +125,149 @@ PyObject* tvmffi_bytearray_to_str(const TVMFFIByteArray* b) {
 PyObject* tvmffi_bytearray_to_bytes(const TVMFFIByteArray* b) {
   return PyBytes_FromStringAndSize(b->data, (Py_ssize_t)b->size);
 }
+
+/* ---- String: a str that remembers the FFI String it came from ---------------- */
+/* Heap strings returned by the runtime come back as String, a str subclass
+ * (as in the official binding) holding the FFI object, so passing one back
+ * is zero-copy: the handle travels instead of a new String built from the
+ * characters. Instances are made by str's own constructor (a str subclass's
+ * character storage is CPython's business); the handle is owned. */
+typedef struct {
+  PyUnicodeObject base;
+  TVMFFIObjectHandle handle; /* owned FFI String, NULL for String("...") made in Python */
+} TVMFFIPyString;
+
+static PyObject* string_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  return PyUnicode_Type.tp_new(type, args, kwargs); /* handle zeroed by tp_alloc */
+}
+
+static void string_dealloc(PyObject* op) {
+  TVMFFIObjectHandle h = ((TVMFFIPyString*)op)->handle;
+  ((TVMFFIPyString*)op)->handle = NULL;
+  if (h != NULL) TVMFFIObjectDecRef(h);
+  PyUnicode_Type.tp_dealloc(op);
+}
+
+static PyObject* string_get_cached(PyObject* op, void* closure) {
+  (void)closure;
+  TVMFFIObjectHandle h = ((TVMFFIPyString*)op)->handle;
+  if (h == NULL) Py_RETURN_NONE;
+  TVMFFIObjectIncRef(h);
+  return tvmffi_object_wrap_owned(h);
+}
+
+/* Pickles (and copies) as a plain str, like the official String. */
+static PyObject* string_reduce_ex(PyObject* op, PyObject* protocol) {
+  (void)protocol;
+  PyObject* plain = PyUnicode_FromObject(op); /* an exact str copy */
+  if (plain == NULL) return NULL;
+  return Py_BuildValue("(O(N))", (PyObject*)&PyUnicode_Type, plain);
+}
+
+static PyMethodDef string_methods[] = {
+    {"__reduce_ex__", string_reduce_ex, METH_O, "Pickles as a plain str."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef string_getset[] = {
+    {"_tvm_ffi_cached_object", string_get_cached, NULL,
+     "The FFI String object this str came from, or None.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject TVMFFIStringType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.core.String",
+    .tp_basicsize = sizeof(TVMFFIPyString),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_UNICODE_SUBCLASS,
+    .tp_doc = "UTF-8 string (a str) that keeps the FFI String it came from, for zero-copy "
+              "passing back.",
+    .tp_dealloc = string_dealloc,
+    .tp_new = string_new,
+    .tp_methods = string_methods,
+    .tp_getset = string_getset,
+};
+
+PyObject* tvmffi_string_from_owned(TVMFFIObjectHandle h) {
+  PyObject* plain = tvmffi_bytearray_to_str((TVMFFIByteArray*)tvmffi_cell(h));
+  PyObject* args = plain == NULL ? NULL : PyTuple_Pack(1, plain);
+  Py_XDECREF(plain);
+  PyObject* s = args == NULL ? NULL : string_new(&TVMFFIStringType, args, NULL);
+  Py_XDECREF(args);
+  if (s == NULL) {
+    TVMFFIObjectDecRef(h);
+    return NULL;
+  }
+  ((TVMFFIPyString*)s)->handle = h;
+  return s;
+}
+
+int tvmffi_string_to_any(PyObject* s, TVMFFIAny* out, TempList* temps) {
+  TVMFFIObjectHandle h = ((TVMFFIPyString*)s)->handle;
+  if (h == NULL) return tvmffi_str_to_any(s, out, temps);
+  /* A view of the handle `s` owns; the caller keeps `s` alive for the call. */
+  out->type_index = kTVMFFIStr;
+  out->zero_padding = 0;
+  out->v_obj = (TVMFFIObject*)h;
+  return 0;
+}
+
+/* ---- Bytes: the bytes counterpart, a Python class (see tvmffi/_strings.py) ------ */
+/* bytes keeps its characters inline, so a C subclass cannot add a field; the
+ * Python class keeps the object in its __dict__ instead. Rarer than strings. */
+static PyObject* g_bytes_class;
+
+PyObject* tvmffi_set_bytes_class(PyObject* self, PyObject* cls) {
+  (void)self;
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &PyBytes_Type)) {
+    PyErr_SetString(PyExc_TypeError, "_set_bytes_class expects a bytes subclass");
+    return NULL;
+  }
+  Py_XSETREF(g_bytes_class, Py_NewRef(cls));
+  Py_RETURN_NONE;
+}
+
+int tvmffi_is_bytes_class(PyTypeObject* tp) {
+  return g_bytes_class != NULL && PyType_IsSubtype(tp, (PyTypeObject*)g_bytes_class);
+}
+
+PyObject* tvmffi_bytes_from_owned(TVMFFIObjectHandle h) {
+  PyObject* plain = tvmffi_bytearray_to_bytes((TVMFFIByteArray*)tvmffi_cell(h));
+  if (plain == NULL || g_bytes_class == NULL) {
+    TVMFFIObjectDecRef(h);
+    return plain;
+  }
+  PyObject* b = PyObject_CallOneArg(g_bytes_class, plain);
+  Py_DECREF(plain);
+  PyObject* obj = b == NULL ? NULL : tvmffi_object_wrap_owned(h); /* takes h */
+  if (b == NULL) TVMFFIObjectDecRef(h);
+  if (obj == NULL || PyObject_SetAttrString(b, "_tvm_ffi_cached_object", obj) != 0) {
+    Py_XDECREF(obj);
+    Py_XDECREF(b);
+    return NULL;
+  }
+  Py_DECREF(obj);
+  return b;
+}
+
+int tvmffi_bytes_obj_to_any(PyObject* b, TVMFFIAny* out, TempList* temps) {
+  PyObject* cached = PyObject_GetAttrString(b, "_tvm_ffi_cached_object");
+  if (cached == NULL) PyErr_Clear();
+  if (cached != NULL && tvmffi_is_object(cached) && ((TVMFFIPyObject*)cached)->handle != NULL) {
+    /* The object stays alive through `b`'s __dict__ for the call. */
+    TVMFFIObjectHandle h = ((TVMFFIPyObject*)cached)->handle;
+    Py_DECREF(cached);
+    out->type_index = tvmffi_type_index_of(h);
+    out->zero_padding = 0;
+    out->v_obj = (TVMFFIObject*)h;
+    return 0;
+  }
+  Py_XDECREF(cached);
+  return tvmffi_bytes_to_any(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), out, temps);
+}
+
+int tvmffi_strbytes_init_types(PyObject* module) {
+  TVMFFIStringType.tp_base = &PyUnicode_Type;
+  if (PyType_Ready(&TVMFFIStringType) < 0) return -1;
+  Py_INCREF(&TVMFFIStringType);
+  return PyModule_AddObject(module, "String", (PyObject*)&TVMFFIStringType);
+}

@@ -54,12 +54,37 @@ def test_register_unknown_key() -> None:
             pass
 
 
-def test_register_twice() -> None:
-    with pytest.raises(ValueError, match="already registered"):
+def test_register_twice_replaces_the_class() -> None:
+    # As in the official binding, the latest class registered for a type key wins.
+    @tvmffi.register_object("testing.TestIntPair")
+    class Again(Object):
+        __slots__ = ()
 
-        @tvmffi.register_object("testing.TestIntPair")
-        class Again(Object):
-            pass
+    try:
+        assert type(T.echo(IntPair(1, 2))) is IntPair  # an argument comes back as itself
+        assert type(Array([IntPair(1, 2)])[0]) is Again
+    finally:
+        tvmffi.register_object("testing.TestIntPair")(IntPair)
+    assert type(Array([IntPair(1, 2)])[0]) is IntPair
+
+
+def test_register_object_default_key_and_init_flag() -> None:
+    # type_key defaults to the class name; init=False leaves __init__ alone.
+    class TestIntPair(Object):
+        __slots__ = ()
+
+    try:
+        with pytest.raises(ValueError, match="unknown"):
+            tvmffi.register_object(TestIntPair)
+
+        @tvmffi.register_object("testing.TestIntPair", init=False)
+        class NoInit(Object):
+            __slots__ = ()
+
+        assert "__init__" not in NoInit.__dict__
+        assert NoInit.__tvm_ffi_type_info__.type_key == "testing.TestIntPair"
+    finally:
+        tvmffi.register_object("testing.TestIntPair")(IntPair)
 
 
 def test_register_non_object() -> None:
@@ -167,39 +192,53 @@ def test_inheritance() -> None:
     assert d.add_i64(1) == 2  # inherited method
 
 
-def test_subtype_without_class_gets_ancestor() -> None:
-    info = tvmffi.get_type_info("testing.TestCxxClassDerived")
-    assert info.parent_type_index == tvmffi.type_index(CxxBase)
-    init = tvmffi._core._lookup_type_attr(info.type_index, "__ffi_init__")
-    obj = init(1, 2, 3.0)
-    # A generated subclass of the ancestor's class carries the subtype's fields.
-    cls = type(obj)
-    assert isinstance(obj, CxxBase) and cls is not CxxBase
-    assert cls.__name__ == "TestCxxClassDerived" and cls.__bases__ == (CxxBase,)
-    assert obj.type_key == "testing.TestCxxClassDerived"
-    assert obj.v_f64 == 3.0 and obj.v_f32 == 8.0
-    assert obj.v_i64 == 1 and obj.v_i32 == 2  # inherited from the ancestor's class
-    assert type(init(4, 5, 6.0)) is cls  # generated once per type
-    assert not hasattr(CxxBase(7, 8), "v_f64")  # the ancestor class is untouched
+@pytest.fixture
+def unregistered_base():
+    """A class registered for testing.TestUnregisteredBaseObject for one test."""
 
-
-def test_registering_a_subtype_replaces_its_generated_class() -> None:
-    info = tvmffi.get_type_info("testing.TestCxxClassDerivedDerived")
-    init = tvmffi._core._lookup_type_attr(info.type_index, "__ffi_init__")
-    args = (1, 2, 3.0, True, 4.0, "s")
-    generated = type(init(*args))
-    assert issubclass(generated, CxxBase) and generated.__name__ == "TestCxxClassDerivedDerived"
-
-    @tvmffi.register_object("testing.TestCxxClassDerivedDerived")
-    class DerivedDerived(CxxBase):
+    @tvmffi.register_object("testing.TestUnregisteredBaseObject")
+    class UBase(Object):
         __slots__ = ()
 
+    yield UBase
+    index = tvmffi.type_index(UBase)
+    tvmffi.object._REGISTERED.pop(index, None)
+    tvmffi._core.unregister_object_class(index)
+    tvmffi.object._forget_synthetic()
+
+
+def test_subtype_without_class_gets_ancestor(unregistered_base) -> None:
+    UBase = unregistered_base
+    info = tvmffi.get_type_info("testing.TestUnregisteredObject")
+    assert info.parent_type_index == tvmffi.type_index(UBase)
+    obj = T.make_unregistered_object()
+    # A generated subclass of the ancestor's class carries the subtype's fields.
+    cls = type(obj)
+    assert isinstance(obj, UBase) and cls is not UBase
+    assert cls.__name__ == "TestUnregisteredObject" and cls.__bases__ == (UBase,)
+    assert obj.type_key == "testing.TestUnregisteredObject"
+    assert obj.v2 == 42 and obj.get_v2_plus_two() == 44
+    assert obj.v1 == 41  # inherited from the ancestor's class
+    assert type(T.make_unregistered_object()) is cls  # generated once per type
+    assert "v2" not in UBase.__dict__  # the ancestor class is untouched
+
+
+def test_registering_a_subtype_replaces_its_generated_class(unregistered_base) -> None:
+    UBase = unregistered_base
+    generated = type(T.make_unregistered_object())
+    assert issubclass(generated, UBase) and generated.__name__ == "TestUnregisteredObject"
+
+    @tvmffi.register_object("testing.TestUnregisteredObject")
+    class Sub(UBase):
+        __slots__ = ()
+
+    index = tvmffi.type_index(Sub)
     try:
-        obj = init(*args)
-        assert type(obj) is DerivedDerived and obj.v_str == "s" and obj.v_bool is True
+        obj = T.make_unregistered_object()
+        assert type(obj) is Sub and obj.v2 == 42
     finally:
-        tvmffi.object._REGISTERED.pop(info.type_index, None)
-        tvmffi._core.unregister_object_class(info.type_index)
+        tvmffi.object._REGISTERED.pop(index, None)
+        tvmffi._core.unregister_object_class(index)
 
 
 def test_registered_class_reports_unknown_attributes() -> None:
@@ -234,7 +273,7 @@ def test_methods() -> None:
 def test_method_descriptor_binds_instances_and_refuses_static_methods() -> None:
     add = Base.__dict__["add_i64"].__func__
     desc = tvmffi._core.MethodDescriptor(add)
-    assert desc.__get__(None, Base) is add  # read through the class: the function
+    assert desc.__get__(None, Base) is desc  # read through the class: itself, with the doc
     assert desc.__get__(Base(v_i64=2), Base)(3) == 5
     assert desc(Base(v_i64=4), 1) == 5
     with pytest.raises(ValueError, match=r"staticmethod\(\)"):
@@ -243,7 +282,9 @@ def test_method_descriptor_binds_instances_and_refuses_static_methods() -> None:
 
 def test_unregistered_object_reflection() -> None:
     u = T.make_unregistered_object()
-    assert type(u) is Object
+    # The official fallback: a generated class named after the type, on Object.
+    assert type(u).__name__ == "TestUnregisteredObject" and type(u).__bases__ == (Object,)
+    assert type(u).__tvm_ffi_type_info__.type_key == "testing.TestUnregisteredObject"
     assert u.v1 == 41 and u.v2 == 42
     assert "v1" in dir(u) and "v2" in dir(u)
     assert repr(u) == "testing.TestUnregisteredObject(v1=41, v2=42)"
@@ -294,8 +335,10 @@ def test_get_fields_kw_only_and_inherited() -> None:
 # ---- repr -------------------------------------------------------------------
 def test_repr() -> None:
     assert repr(IntPair(1, 2)) == "testing.TestIntPair(a=1, b=2)"
-    assert repr(Base()) == "testing.TestObjectBase(v_i64=10, v_f64=10.0, v_str='hello')"
-    assert repr(CxxBase(1, 2)) == "testing.TestCxxClassBase()"  # ReprOff fields skipped
+    # The runtime's printer (ffi.ReprPrint), as the official binding.
+    assert repr(Base()) == 'testing.TestObjectBase(v_i64=10, v_f64=10, v_str="hello")'
+    assert repr(CxxBase(1, 2)) == "testing.TestCxxClassBase"  # ReprOff fields skipped
+    assert repr(Array([1, "a", Map({"k": List([2])})])) == '(1, "a", {"k": [2]})'
 
 
 # ---- reference counts --------------------------------------------------------
@@ -382,11 +425,12 @@ def test_map() -> None:
     assert len(m) == 2 and m["a"] == 1 and m["b"] == [2]
     assert set(m) == {"a", "b"} and "a" in m and "z" not in m
     assert dict(m.items())["a"] == 1
-    assert m == {"a": 1, "b": [2]} and m.get("z", 5) == 5
+    # Official semantics: a Map equals Maps and Dicts by content, never a Python dict.
+    assert m == Map({"a": 1, "b": [2]}) and m != {"a": 1, "b": [2]} and m.get("z", 5) == 5
     with pytest.raises(KeyError):
         m["z"]
     assert isinstance(T.echo({"x": 1}), Map)
-    assert len(Map()) == 0
+    assert len(Map({})) == 0
 
 
 def test_list_and_dict() -> None:
@@ -425,9 +469,13 @@ def test_bad_container_input() -> None:
         Array([Failing()])
     with pytest.raises(TypeError):
         Map({"a": Failing()})
+    with pytest.raises(TypeError):
+        Array(1)  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        Map(1)  # type: ignore[arg-type]
     # A plain Python object is stored as an opaque object (official behaviour).
     value = object()
-    assert Array([value])[0] is value
+    assert Array([value])[0] is value and Map({"a": value})["a"] is value
 
 
 # ---- crossing to the official binding -----------------------------------------
@@ -531,34 +579,36 @@ def test_field_check_follows_the_object_not_its_python_class() -> None:
 
 
 # ---- container semantics like the Python types they mirror --------------------
-def test_slices_keep_the_container_type() -> None:
+def test_slices_are_python_lists() -> None:
+    # As in the official binding, a slice of an Array or List is a Python list.
     a = Array([1, "x", 3.0, 4])
     head = a[:2]
-    assert isinstance(head, Array) and head == [1, "x"] and a[::-2] == [4, "x"]
-    assert isinstance(a[5:], Array) and len(a[5:]) == 0
+    assert type(head) is list and head == [1, "x"] and a[::-2] == [4, "x"]
+    assert a[5:] == []
     lst = List([1, 2, 3])
     part = lst[1:]
-    assert isinstance(part, List) and part == [2, 3]
+    assert type(part) is list and part == [2, 3]
     part.append(4)
-    assert len(lst) == 3  # a slice is a copy, as for list
+    assert len(lst) == 3  # a slice is a copy
+    # Concatenation with Python sequences on purpose (Array.__add__ / List.__radd__).
+    assert type(a + [5]) is Array and list(a + (5,)) == [1, "x", 3.0, 4, 5]  # noqa: RUF005
+    assert type([0] + lst) is List and list([0] + lst) == [0, 1, 2, 3]  # noqa: RUF005
 
 
-def test_immutable_containers_hash_by_content() -> None:
+def test_containers_hash_and_compare_structurally() -> None:
+    # Official semantics: ffi.RecursiveEq / ffi.RecursiveHash, for every container kind.
     a, b = Array([1, "two", 3.0]), Array([1, "two", 3.0])
-    assert not a.same_as(b) and a == b and hash(a) == hash(b) == hash((1, "two", 3.0))
-    assert len({a, b}) == 1
+    assert not a.same_as(b) and a == b and hash(a) == hash(b)
+    assert len({a, b}) == 1 and a == [1, "two", 3.0] and a == (1, "two", 3.0)
+    assert a != Array([1, "two", 4.0]) and a.__eq__("x") is NotImplemented
     m1, m2 = Map({"a": 1, "b": 2}), Map({"b": 2, "a": 1})
     assert m1 == m2 and hash(m1) == hash(m2) and len({m1, m2}) == 1
     s1, s2 = Shape([2, 3]), Shape((2, 3))
     assert hash(s1) == hash(s2) == hash((2, 3))
-    with pytest.raises(TypeError):
-        hash(Array([List([1])]))  # unhashable element, as for a tuple holding a list
-
-
-def test_mutable_containers_are_unhashable() -> None:
-    for value in (List([1]), Dict({"a": 1})):
-        with pytest.raises(TypeError, match="unhashable"):
-            hash(value)
+    l1, l2 = List([1, [2]]), List([1, [2]])
+    assert l1 == l2 and hash(l1) == hash(l2) and not l1.same_as(l2)
+    d1, d2 = Dict({"a": [1]}), Dict({"a": [1]})
+    assert d1 == d2 and hash(d1) == hash(d2) and d1 != Dict({"a": [2]})
 
 
 def test_mapping_views() -> None:

@@ -86,6 +86,11 @@ from .stream import (
 
 # ---- end of devices, dtypes, tensors, streams ----
 # isort: split
+# ---- objects, strings, containers (official names; w13b) ---------------------------
+from . import access_path, container
+from .object import ObjectConvertible
+
+# ---- end w13b block ---------------------------------------------------------------
 
 __version__ = "0.1.0"
 
@@ -115,11 +120,14 @@ __all__ = [
     "Module",
     "ModulePropertyMask",
     "Object",
+    "ObjectConvertible",
     "Shape",
     "Tensor",
     "TensorView",
     "TypeInfo",
     "__version__",
+    "access_path",
+    "container",
     "convert",
     "convert_func",
     "core",

@@ -15,6 +15,8 @@ from typing import Any
 
 from . import _core
 from ._core import Function, Object
+from ._strings import Bytes, String
+from .object import ObjectConvertible
 
 __all__ = ["convert", "convert_func"]
 
@@ -32,17 +34,23 @@ _KEEP_PROTOCOLS = (
 def convert(value: Any) -> Any:
     """Convert ``value`` to the TVM FFI value an FFI call would receive, as a Python object.
 
-    Lists and tuples become :class:`Array`, dicts :class:`Map`, callables
+    Lists and tuples become :class:`Array`, dicts :class:`Map`, ``str`` a
+    ``String`` and ``bytes``/``bytearray`` a ``Bytes`` (``tvmffi.core``), an
+    :class:`ObjectConvertible` its ``asobject()``, callables
     :class:`Function`, DLPack producers :class:`Tensor`, exceptions the FFI
     error object (``tvmffi.core.Error``, with the exception's traceback
     appended to its backtrace); objects, numbers, strings, bytes and
     ``ctypes.c_void_p`` come back as they are; any other Python object
     becomes an opaque FFI object holding it.
     """
-    if isinstance(value, (Object, bool, Number, ctypes.c_void_p, str)) or value is None:
+    if isinstance(value, (Object, String, Bytes, bool, Number, ctypes.c_void_p)) or value is None:
         return value
+    if isinstance(value, str):
+        return String(value)  # as the official binding: str subclasses keeping the FFI object
     if isinstance(value, (bytes, bytearray)):
-        return bytes(value)
+        return Bytes(value)
+    if isinstance(value, ObjectConvertible):
+        return value.asobject()
     if isinstance(value, BaseException):
         from .error import _convert_to_ffi_error
 

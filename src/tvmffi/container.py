@@ -1,57 +1,97 @@
 """FFI containers: Array, List (sequences), Map, Dict (mappings), Shape.
 
-Elements are converted to Python lazily, on access.
+Elements are converted to Python lazily, on access. Semantics follow the
+official binding (``tvm_ffi.container``): slices are Python lists, ``+``
+concatenates into a new container, ``==`` and ``hash`` are structural
+(``ffi.RecursiveEq`` / ``ffi.RecursiveHash``), and ``repr`` is the runtime's
+``ffi.ReprPrint``.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import (
-    ItemsView,
+    Callable,
     Iterable,
     Iterator,
-    KeysView,
     Mapping,
     MutableMapping,
     MutableSequence,
     Sequence,
-    ValuesView,
 )
-from typing import Any
+from collections.abc import (
+    ItemsView as _ItemsViewBase,
+)
+from collections.abc import (
+    KeysView as _KeysViewBase,
+)
+from collections.abc import (
+    ValuesView as _ValuesViewBase,
+)
+from typing import Any, SupportsIndex
 
 from . import _core
 from ._core import Object
 from .function import _cached_global_func as _g
-from .object import _register_class
+from .object import MISSING, _register_class
 
-__all__ = ["Array", "Dict", "List", "Map", "Shape"]
+__all__ = ["MISSING", "Array", "Dict", "List", "Map", "Shape"]
 
 _seq_size = _core._seq_size
 _seq_getitem = _core._seq_getitem
 _init_handle = _core._init_handle
 
 
-def _ne_from_eq(self: Any, other: object) -> bool:
-    # Object's C comparison answers != by handle; content-compared containers
-    # must answer it from their own __eq__.
-    r = self.__eq__(other)
-    return r if r is NotImplemented else not r
+def _normalize_index(length: int, idx: SupportsIndex) -> int:
+    """``idx`` as a non-negative index below ``length``; ``IndexError`` otherwise."""
+    index = idx.__index__()
+    if index < -length or index >= length:
+        raise IndexError(f"Index out of range. size: {length}, got index {index}")
+    return index + length if index < 0 else index
+
+
+def _ne(self: Any, other: object) -> Any:
+    result = self.__eq__(other)
+    return result if result is NotImplemented else not result
+
+
+def _sequence_compare_other(this: object, other: object) -> Any:
+    """A plain Python sequence as a container of ``this``'s type, for ``==``."""
+    if isinstance(other, (str, bytes, Mapping)) or not isinstance(other, Sequence):
+        return NotImplemented
+    try:
+        return type(this)(other)  # type: ignore[call-arg]
+    except (TypeError, ValueError):
+        return NotImplemented
+
+
+def _sequence_contains(this: Any, value: object, ffi_contains: str) -> bool:
+    """Runtime containment, then a structural one for nested plain sequences."""
+    if _g(ffi_contains)(this, value):
+        return True
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        return False
+    try:
+        probe = type(this)(value)
+    except (TypeError, ValueError):
+        return False
+    return any(item == probe for item in this)
 
 
 class _FFISequence(Object):
-    """Read side shared by Array and List: lazy element access, slices of the
-    same type, and equality with any FFI or Python list/tuple by content."""
+    """Read side shared by Array and List."""
 
     __slots__ = ()
+    _contains: str
 
     def __len__(self) -> int:
         return _seq_size(self)
 
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            n = _seq_size(self)
-            items = [_seq_getitem(self, j) for j in range(*i.indices(n))]
-            return type(self)(items)  # type: ignore[call-arg]
-        return _seq_getitem(self, i)
+    def __getitem__(self, idx: Any) -> Any:
+        """One element, or a Python ``list`` for a slice (as the official binding)."""
+        if isinstance(idx, slice):
+            return [_seq_getitem(self, i) for i in range(*idx.indices(_seq_size(self)))]
+        return _seq_getitem(self, idx)
 
     def __iter__(self) -> Iterator[Any]:
         # Like a list iterator: stops at the current end, so a list shrunk
@@ -66,90 +106,109 @@ class _FFISequence(Object):
             yield item
             i += 1
 
+    def __contains__(self, value: object) -> bool:
+        return _sequence_contains(self, value, self._contains)
+
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Object):
-            if not isinstance(other, _FFISequence):
-                return False
-            if self.same_as(other):
-                return True
-        elif not isinstance(other, (list, tuple)):
-            return NotImplemented
-        n = len(self)
-        if n != len(other):
-            return False
-        other_seq: Any = other
-        return all(_seq_getitem(self, i) == other_seq[i] for i in range(n))
+        """Structural equality; plain lists and tuples compare by content."""
+        if not (isinstance(other, type(self)) or isinstance(self, type(other))):
+            other = _sequence_compare_other(self, other)
+            if other is NotImplemented:
+                return NotImplemented
+        return bool(_g("ffi.RecursiveEq")(self, other))
 
-    __ne__ = _ne_from_eq
+    __ne__ = _ne
 
-    def __repr__(self) -> str:
-        return "[" + ", ".join(repr(x) for x in self) + "]"
+    def __hash__(self) -> int:
+        """Structural hash (``ffi.RecursiveHash``)."""
+        return int(_g("ffi.RecursiveHash")(self))
+
+    def __bool__(self) -> bool:
+        return _seq_size(self) > 0
+
+    def __add__(self, other: Iterable[Any]) -> Any:
+        return type(self)(itertools.chain(self, other))  # type: ignore[call-arg]
+
+    def __radd__(self, other: Iterable[Any]) -> Any:
+        return type(self)(itertools.chain(other, self))  # type: ignore[call-arg]
+
+    def __deepcopy__(self, memo: Any = None) -> Any:
+        return _g("ffi.DeepCopy")(self)
 
 
 class Array(_FFISequence, Sequence[Any]):
-    """Immutable FFI array (``ffi.Array``).
-
-    Hashable by content, like a tuple it compares equal to.
-    """
+    """Immutable FFI array (``ffi.Array``); ``tvmffi.convert`` maps lists and tuples to it."""
 
     __slots__ = ()
+    _contains = "ffi.ArrayContains"
 
-    def __init__(self, items: Iterable[Any] = ()) -> None:
-        _init_handle(self, _g("ffi.Array"), *items)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
+    def __init__(self, input_list: Iterable[Any] = ()) -> None:
+        _init_handle(self, _g("ffi.Array"), *input_list)
 
 
 class List(_FFISequence, MutableSequence[Any]):
-    """Mutable FFI list (``ffi.List``). Unhashable, like ``list``."""
+    """Mutable FFI list (``ffi.List``), shared by every reference to it."""
 
     __slots__ = ()
+    _contains = "ffi.ListContains"
 
-    def __init__(self, items: Iterable[Any] = ()) -> None:
-        _init_handle(self, _g("ffi.List"), *items)
+    def __init__(self, input_list: Iterable[Any] = ()) -> None:
+        _init_handle(self, _g("ffi.List"), *input_list)
 
-    def _norm(self, i: int) -> int:
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError("list index out of range")
-        return i
-
-    def __setitem__(self, i: Any, value: Any) -> None:
-        if isinstance(i, slice):
-            start, stop, step = i.indices(len(self))
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if isinstance(index, slice):
+            replacement = list(value)
+            start, stop, step = index.indices(len(self))
             if step != 1:
-                raise ValueError("extended slice assignment is not supported")
-            _g("ffi.ListReplaceSlice")(self, start, max(start, stop), list(value))
+                targets = range(start, stop, step)
+                if len(replacement) != len(targets):
+                    raise ValueError(
+                        f"attempt to assign sequence of size {len(replacement)} "
+                        f"to extended slice of size {len(targets)}"
+                    )
+                setitem = _g("ffi.ListSetItem")
+                for i, item in zip(targets, replacement, strict=True):
+                    setitem(self, i, item)
+                return
+            _g("ffi.ListReplaceSlice")(self, start, max(start, stop), List(replacement))
             return
-        _g("ffi.ListSetItem")(self, self._norm(i), value)
+        _g("ffi.ListSetItem")(self, _normalize_index(len(self), index), value)
 
-    def __delitem__(self, i: Any) -> None:
-        if isinstance(i, slice):
-            start, stop, step = i.indices(len(self))
-            if step != 1:
-                raise ValueError("extended slice deletion is not supported")
-            if stop > start:
-                _g("ffi.ListEraseRange")(self, start, stop)
+    def __delitem__(self, index: Any) -> None:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step == 1:
+                _g("ffi.ListEraseRange")(self, start, max(start, stop))
+                return
+            # Highest index first, so earlier deletions do not shift later ones.
+            targets = range(start, stop, step)
+            erase = _g("ffi.ListErase")
+            for i in reversed(targets) if step > 0 else targets:
+                erase(self, i)
             return
-        _g("ffi.ListErase")(self, self._norm(i))
+        _g("ffi.ListErase")(self, _normalize_index(len(self), index))
 
     def insert(self, index: int, value: Any) -> None:
         """Insert ``value`` before ``index`` (clamped like ``list.insert``)."""
         n = len(self)
-        if index < 0:
-            index = max(0, index + n)
-        _g("ffi.ListInsert")(self, min(index, n), value)
+        index = max(0, index + n) if index < 0 else min(index, n)
+        _g("ffi.ListInsert")(self, index, value)
 
     def append(self, value: Any) -> None:
         """Append ``value`` at the end."""
         _g("ffi.ListAppend")(self, value)
 
+    def extend(self, values: Iterable[Any]) -> None:
+        """Append every element of ``values``."""
+        end = len(self)
+        self[end:end] = values
+
     def pop(self, index: int = -1) -> Any:
         """Remove and return the element at ``index`` (the last by default)."""
-        return _g("ffi.ListPop")(self, self._norm(index))
+        n = len(self)
+        if n == 0:
+            raise IndexError("pop from empty list")
+        return _g("ffi.ListPop")(self, _normalize_index(n, index))
 
     def reverse(self) -> None:
         """Reverse the list in place."""
@@ -159,26 +218,58 @@ class List(_FFISequence, MutableSequence[Any]):
         """Remove every element."""
         _g("ffi.ListClear")(self)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = _FFISequence.__hash__
 
 
-def _flatten(mapping: Any) -> list[Any]:
-    items = mapping.items() if hasattr(mapping, "items") else mapping
-    out: list[Any] = []
-    for k, v in items:
-        out.append(k)
-        out.append(v)
-    return out
+class _MapView:
+    """Shared part of the key, value and item views: a live view of the map."""
+
+    _mapping: Any
+
+    def __init__(self, backend_map: Any) -> None:
+        self._mapping = backend_map
+
+    def __len__(self) -> int:
+        return len(self._mapping)
 
 
-class _ItemsView(ItemsView[Any, Any]):
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        return self._mapping._walk(3)  # type: ignore[attr-defined, no-any-return]
+class KeysView(_MapView, _KeysViewBase[Any]):
+    """Live view of a Map's or Dict's keys."""
 
-
-class _ValuesView(ValuesView[Any]):
     def __iter__(self) -> Iterator[Any]:
-        return self._mapping._walk(1)  # type: ignore[attr-defined, no-any-return]
+        return self._mapping._walk(0)  # type: ignore[no-any-return]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._mapping
+
+
+class ValuesView(_MapView, _ValuesViewBase[Any]):
+    """Live view of a Map's or Dict's values."""
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._mapping._walk(1)  # type: ignore[no-any-return]
+
+
+class ItemsView(_MapView, _ItemsViewBase[Any, Any]):
+    """Live view of a Map's or Dict's (key, value) pairs."""
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        return self._mapping._walk(3)  # type: ignore[no-any-return]
+
+    def __contains__(self, item: object) -> bool:
+        if not isinstance(item, tuple) or len(item) != 2:
+            return False
+        value = self._mapping.get(item[0], MISSING)
+        return value is not MISSING and bool(value == item[1])
+
+
+def _flatten(mapping: Mapping[Any, Any] | None) -> list[Any]:
+    out: list[Any] = []
+    if mapping is not None:
+        for k, v in mapping.items():
+            out.append(k)
+            out.append(v)
+    return out
 
 
 class _MapBase(Object):
@@ -187,11 +278,15 @@ class _MapBase(Object):
     __slots__ = ()
     _size: str
     _get: str
+    _get_or_missing: str
     _count: str
     _iter: str
 
     def __len__(self) -> int:
         return int(_g(self._size)(self))
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
 
     def __getitem__(self, key: Any) -> Any:
         try:
@@ -206,84 +301,75 @@ class _MapBase(Object):
             return False
 
     def _walk(self, what: int) -> Iterator[Any]:
+        """Keys (0), values (1) or items (3) in the map's iteration order."""
         n = len(self)
         if n == 0:
             return
-        functor = _g(self._iter)(self)
+        functor: Callable[[int], Any] = _g(self._iter)(self)
         for _ in range(n):
-            if what == 3:
-                yield (functor(0), functor(1))
-            else:
-                yield functor(what)
+            yield (functor(0), functor(1)) if what == 3 else functor(what)
             if not functor(2):
                 break
 
     def __iter__(self) -> Iterator[Any]:
         return self._walk(0)
 
-    def keys(self) -> KeysView[Any]:
-        """A view of the keys, in the map's iteration order."""
+    def keys(self) -> KeysView:
+        """A live view of the keys."""
         return KeysView(self)
 
-    def values(self) -> ValuesView[Any]:
-        """A view of the values, in the map's iteration order."""
-        return _ValuesView(self)
+    def values(self) -> ValuesView:
+        """A live view of the values."""
+        return ValuesView(self)
 
-    def items(self) -> ItemsView[Any, Any]:
-        """A view of the (key, value) pairs, in the map's iteration order."""
-        return _ItemsView(self)
+    def items(self) -> ItemsView:
+        """A live view of the (key, value) pairs."""
+        return ItemsView(self)
 
     def get(self, key: Any, default: Any = None) -> Any:
         """``self[key]`` if present, else ``default``."""
         try:
-            return self[key]
-        except (KeyError, TypeError):
+            value = _g(self._get_or_missing)(self, key)
+        except TypeError:
             return default
+        return default if value is MISSING or MISSING.same_as(value) else value
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Object):
-            if not isinstance(other, _MapBase):
-                return False
-            if self.same_as(other):
-                return True
-        elif not isinstance(other, Mapping):
+        """Structural equality with a Map or Dict; other values are ``NotImplemented``."""
+        if not (isinstance(other, type(self)) or isinstance(self, type(other))):
             return NotImplemented
-        if len(self) != len(other):
-            return False
-        other_map: Any = other
-        return all(k in other_map and other_map[k] == v for k, v in self._walk(3))
+        return bool(_g("ffi.RecursiveEq")(self, other))
 
-    __ne__ = _ne_from_eq
+    __ne__ = _ne
 
-    def __repr__(self) -> str:
-        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self._walk(3)) + "}"
+    def __hash__(self) -> int:
+        """Structural hash (``ffi.RecursiveHash``)."""
+        return int(_g("ffi.RecursiveHash")(self))
+
+    def __deepcopy__(self, memo: Any = None) -> Any:
+        return _g("ffi.DeepCopy")(self)
 
 
 class Map(_MapBase, Mapping[Any, Any]):
-    """Immutable FFI map (``ffi.Map``). Hashable by content (its items)."""
+    """Immutable FFI map (``ffi.Map``); ``tvmffi.convert`` maps dicts to it."""
 
     __slots__ = ()
-    _size, _get, _count, _iter = "ffi.MapSize", "ffi.MapGetItem", "ffi.MapCount", (
-        "ffi.MapForwardIterFunctor"
-    )
+    _size, _get, _count = "ffi.MapSize", "ffi.MapGetItem", "ffi.MapCount"
+    _get_or_missing, _iter = "ffi.MapGetItemOrMissing", "ffi.MapForwardIterFunctor"
 
-    def __init__(self, mapping: Any = ()) -> None:
-        _init_handle(self, _g("ffi.Map"), *_flatten(mapping))
-
-    def __hash__(self) -> int:
-        return hash(frozenset(self._walk(3)))
+    def __init__(self, input_dict: Mapping[Any, Any]) -> None:
+        _init_handle(self, _g("ffi.Map"), *_flatten(input_dict))
 
 
 class Dict(_MapBase, MutableMapping[Any, Any]):
-    """Mutable FFI dict (``ffi.Dict``). Unhashable, like ``dict``."""
+    """Mutable FFI dict (``ffi.Dict``), shared by every reference to it."""
 
     __slots__ = ()
-    _size, _get, _count, _iter = "ffi.DictSize", "ffi.DictGetItem", "ffi.DictCount", (
-        "ffi.DictForwardIterFunctor"
-    )
+    _size, _get, _count = "ffi.DictSize", "ffi.DictGetItem", "ffi.DictCount"
+    _get_or_missing, _iter = "ffi.DictGetItemOrMissing", "ffi.DictForwardIterFunctor"
 
-    def __init__(self, mapping: Any = ()) -> None:
-        _init_handle(self, _g("ffi.Dict"), *_flatten(mapping))
+    def __init__(self, input_dict: Mapping[Any, Any] | None = None) -> None:
+        _init_handle(self, _g("ffi.Dict"), *_flatten(input_dict))
 
     def __setitem__(self, key: Any, value: Any) -> None:
         _g("ffi.DictSetItem")(self, key, value)
@@ -293,11 +379,29 @@ class Dict(_MapBase, MutableMapping[Any, Any]):
             raise KeyError(key)
         _g("ffi.DictErase")(self, key)
 
+    def pop(self, key: Any, *default: Any) -> Any:
+        """Remove ``key`` and return its value, or ``default`` when absent."""
+        if len(default) > 1:
+            raise TypeError(f"pop expected at most 2 arguments, got {1 + len(default)}")
+        value = self.get(key, MISSING)
+        if value is MISSING:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        _g("ffi.DictErase")(self, key)
+        return value
+
     def clear(self) -> None:
         """Remove every entry."""
         _g("ffi.DictClear")(self)
 
-    __hash__ = None  # type: ignore[assignment]
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:
+        """Set every (key, value) of ``other`` (a mapping or pairs) and of ``kwargs``."""
+        items = other.items() if hasattr(other, "items") else other
+        for k, v in items:
+            self[k] = v
+        for k, v in kwargs.items():
+            self[k] = v
 
 
 class Shape(Object, Sequence[Any]):
@@ -329,7 +433,7 @@ class Shape(Object, Sequence[Any]):
             return False
         return NotImplemented
 
-    __ne__ = _ne_from_eq
+    __ne__ = _ne
 
     def __hash__(self) -> int:
         return hash(self._tuple())

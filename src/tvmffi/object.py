@@ -40,23 +40,13 @@ _INIT_OFF = 1 << 9
 _KW_ONLY = 1 << 10
 
 
-class _Missing:
-    _instance: _Missing | None = None
+MISSING: Any = _cached_global_func("ffi.GetInvalidObject")()
+"""The runtime's sentinel object (``ffi.GetInvalidObject``): no value, no default.
 
-    def __new__(cls) -> _Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-MISSING: Any = _Missing()
-"""Sentinel: a field has no default value."""
+The same object as the official binding's ``tvm_ffi.core.MISSING``: maps answer it
+for absent keys (``ffi.MapGetItemOrMissing``) and reflected fields without a
+default carry it.
+"""
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -273,7 +263,9 @@ def _attrs_of(index: int) -> dict[str, Any]:
             if m.name == "__ffi_init__":
                 continue
             table[m.name] = (
-                staticmethod(m.func) if m.is_static else _core.MethodDescriptor(m.func)
+                staticmethod(m.func)
+                if m.is_static
+                else _core.MethodDescriptor(m.func, False, m.doc or None)
             )
     _ATTR_CACHE[index] = table
     return table
@@ -321,26 +313,24 @@ def _make_no_init(cls: type, key: str) -> Callable[..., None]:
 _REGISTERED: dict[int, type] = {}
 
 
-def _register_class(cls: _T, key: str, *, install: bool = True) -> _T:
+def _register_class(cls: _T, key: str, *, install: bool = True, init: bool = True) -> _T:
     if not (isinstance(cls, type) and issubclass(cls, Object)):
         raise TypeError("register_object expects a subclass of tvmffi.Object")
     index = _key_to_index(key)
-    prev = _REGISTERED.get(index)
-    if prev is not None and prev is not cls and not _is_synthetic(prev):
-        raise ValueError(f"type key {key!r} is already registered to {prev.__qualname__}")
     if not _is_synthetic(cls):
         _forget_synthetic()
     cls.__tvm_ffi_type_index__ = index  # type: ignore[attr-defined]
+    cls.__tvm_ffi_type_info__ = _type_info_by_index(index)  # type: ignore[attr-defined]
     if install:
         for name, desc in _attrs_of(index).items():
             if name not in cls.__dict__ and not _defined_by_user_base(cls, name):
                 setattr(cls, name, desc)
-        if "__init__" not in cls.__dict__:
-            ffi_init = _find_ffi_init(index)
-            if ffi_init is not None:
-                cls.__init__ = _make_init(cls, ffi_init)  # type: ignore[method-assign]
-            else:
-                cls.__init__ = _make_no_init(cls, key)  # type: ignore[method-assign]
+    if init and "__init__" not in cls.__dict__:
+        ffi_init = _find_ffi_init(index)
+        if ffi_init is not None:
+            cls.__init__ = _make_init(cls, ffi_init)  # type: ignore[method-assign]
+        else:
+            cls.__init__ = _make_no_init(cls, key)  # type: ignore[method-assign]
     _core.register_object_class(index, cls)
     _REGISTERED[index] = cls
     return cls
@@ -365,12 +355,17 @@ def _subclass_hook(index: int, ancestor: type) -> type:
     fields and methods. Registering a class for the subtype later replaces it.
     """
     key = _type_info_by_index(index).type_key
-    name = key.rsplit(".", 1)[-1]
+    module, _, name = key.rpartition(".")
     namespace = {
         "__slots__": (),
-        "__module__": ancestor.__module__,
-        "__qualname__": name,
-        "__doc__": f"Generated class of {key} (a subtype of {ancestor.__qualname__}).",
+        "__module__": module,
+        "__qualname__": key,
+        "__doc__": (
+            f"Auto-generated fallback class for {key}.\n"
+            f"This class is generated because the class is not registered "
+            f"(a subtype of {ancestor.__qualname__}).\n"
+            "Register a class with the `register_object` decorator instead of using this one."
+        ),
         "__tvm_ffi_synthetic__": True,
     }
     return _register_class(type(name, (ancestor,), namespace), key)
@@ -387,20 +382,30 @@ def _defined_by_user_base(cls: type, name: str) -> bool:
     return False
 
 
-def register_object(type_key: str) -> Callable[[_T], _T]:
+def register_object(type_key: str | type | None = None, *, init: bool = True) -> Any:
     """Class decorator: wrap FFI objects of ``type_key`` in the decorated class.
 
-    Reflected fields become properties, reflected methods become methods, and
-    calling the class calls the type's ``__ffi_init__`` (positional and keyword
-    arguments).
+    ``type_key`` defaults to the class name (``@register_object`` or
+    ``@register_object()``). Reflected fields become properties, reflected methods
+    become methods, and, with ``init=True`` (the default), calling the class calls
+    the type's ``__ffi_init__`` (positional and keyword arguments), or raises
+    ``TypeError`` when the type has none. A class registered again for the same
+    type key replaces the earlier one.
     """
-    if not isinstance(type_key, str):
-        raise TypeError("register_object expects a type key string")
 
-    def decorator(cls: _T) -> _T:
-        return _register_class(cls, type_key)
+    def decorator_with(key: str) -> Callable[[_T], _T]:
+        def decorator(cls: _T) -> _T:
+            return _register_class(cls, key, init=init)
 
-    return decorator
+        return decorator
+
+    if isinstance(type_key, str):
+        return decorator_with(type_key)
+    if type_key is None:
+        return lambda cls: _register_class(cls, cls.__name__, init=init)
+    if isinstance(type_key, type):
+        return _register_class(type_key, type_key.__name__, init=init)
+    raise TypeError("type_key must be a string, type, or None")
 
 
 # ---- hooks of the generic Object -------------------------------------------
@@ -423,23 +428,78 @@ def _dir_hook(obj: Object) -> list[str]:
 
 
 def _repr_hook(obj: Object) -> str:
-    index = obj.type_index
-    key = obj.type_key
-    chain = _chain(index)
-    if not any(info.fields for info in chain):
-        return f"<{key} at {obj.__chandle__():#x}>"
-    table = _attrs_of(index)
-    parts = []
-    for info in chain:
-        for f in info.fields:
-            if not f.repr:
-                continue
-            try:
-                value = table[f.name].__get__(obj, type(obj))
-                parts.append(f"{f.name}={value!r}")
-            except Exception:
-                parts.append(f"{f.name}=<?>")
-    return f"{key}({', '.join(parts)})"
+    """The runtime's printer (``ffi.ReprPrint``), as the official binding; never raises."""
+    try:
+        return str(_cached_global_func("ffi.ReprPrint")(obj))
+    except Exception:
+        return f"{type(obj).__name__}({obj.__chandle__()})"
+
+
+def _new_object(cls: Any) -> Any:
+    """Pickle's constructor: an instance of ``cls`` without a handle (state comes next)."""
+    return cls.__new__(cls)
+
+
+def _reduce_hook(obj: Object) -> tuple[Any, ...]:
+    """``__reduce__`` of every object: the runtime's JSON graph (``ffi.ToJSONGraphString``)."""
+    if obj.__chandle__() == 0:
+        return (_new_object, (type(obj),), {"handle": None})
+    text = str(_cached_global_func("ffi.ToJSONGraphString")(obj, None))
+    return (_new_object, (type(obj),), {"handle": text})
+
+
+def _setstate_hook(obj: Object, state: Any) -> None:
+    """``__setstate__``: rebuild the handle from the JSON graph of ``_reduce_hook``."""
+    handle = state.get("handle") if isinstance(state, dict) else None
+    if handle is not None:
+        _core._init_handle(obj, _cached_global_func("ffi.FromJSONGraphString"), handle)
 
 
 _core._set_object_hooks(_repr_hook, _getattr_hook, _dir_hook, _subclass_hook)
+_core._set_pickle_hooks(_reduce_hook, _setstate_hook)
+
+
+class ObjectConvertible:
+    """Base class of Python classes convertible to an :class:`Object`.
+
+    Subclasses implement :meth:`asobject`; :func:`tvmffi.convert` calls it.
+    """
+
+    def asobject(self) -> Object:
+        """The :class:`Object` this value stands for."""
+        raise NotImplementedError()
+
+
+class OpaquePyObject(Object):
+    """An arbitrary Python object carried through the FFI (``ffi.OpaquePyObject``).
+
+    Values with no FFI form travel as one; :meth:`pyobject` gives the object back.
+    """
+
+    __slots__ = ()
+
+    def pyobject(self) -> Any:
+        """The Python object held."""
+        return _core._opaque_pyobject(self)
+
+
+def _type_cls_to_type_info(type_cls: type) -> TypeInfo | None:
+    """TypeInfo of a registered class, or ``None`` (``tvm_ffi.core`` helper)."""
+    info = type_cls.__dict__.get("__tvm_ffi_type_info__")
+    return info if isinstance(info, TypeInfo) else None
+
+
+def _lookup_type_attr(type_index: int, attr_key: str, ancestor: bool = False) -> Any:
+    """Value of the type attribute ``attr_key`` of a type (or, with ``ancestor``, its nearest
+    ancestor having one); ``None`` when absent."""
+    value = _core._lookup_type_attr(type_index, attr_key)
+    if value is not None or not ancestor:
+        return value
+    for anc in reversed(_type_info_by_index(type_index).ancestors):
+        value = _core._lookup_type_attr(anc, attr_key)
+        if value is not None:
+            return value
+    return None
+
+
+_register_class(OpaquePyObject, "ffi.OpaquePyObject", install=False, init=False)
