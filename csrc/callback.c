@@ -136,6 +136,15 @@ int tvmffi_opaque_py_create(PyObject* obj, TVMFFIObjectHandle* out) {
   return 0;
 }
 
+/* _to_opaque(obj): obj wrapped in a new ffi.OpaquePyObject (what tvmffi.convert
+ * returns for a value with no FFI form, as the official binding). */
+PyObject* tvmffi_py_to_opaque(PyObject* self, PyObject* obj) {
+  (void)self;
+  TVMFFIObjectHandle h;
+  if (tvmffi_opaque_py_create(obj, &h) != 0) return NULL;
+  return tvmffi_object_wrap_owned(h);
+}
+
 /* _opaque_pyobject(o): the Python object an ffi.OpaquePyObject holds. */
 PyObject* tvmffi_opaque_pyobject(PyObject* self, PyObject* o) {
   (void)self;

@@ -171,7 +171,8 @@ int tvmffi_callback_create(PyObject* callable, TVMFFIObjectHandle* out);
 void tvmffi_release_py_object(void* self);
 /* Opaque Python object holder (type index kTVMFFIOpaquePyObject). */
 int tvmffi_opaque_py_create(PyObject* obj, TVMFFIObjectHandle* out);
-/* _opaque_pyobject(o): the Python object an ffi.OpaquePyObject holds. */
+/* _to_opaque(obj) / _opaque_pyobject(o): wrap and unwrap an opaque Python object. */
+PyObject* tvmffi_py_to_opaque(PyObject* self, PyObject* obj);
 PyObject* tvmffi_opaque_pyobject(PyObject* self, PyObject* o);
 
 /* ---- error.c --------------------------------------------------------------- */

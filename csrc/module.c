@@ -49,6 +49,7 @@ static PyMethodDef core_methods[] = {
     {"object_use_count", py_use_count, METH_O, "Strong reference count of an object's handle."},
     {"_set_pickle_hooks", tvmffi_set_pickle_hooks, METH_VARARGS,
      "_set_pickle_hooks(reduce, setstate): Object.__reduce__ and __setstate__."},
+    {"_to_opaque", tvmffi_py_to_opaque, METH_O, "_to_opaque(obj): obj in an ffi.OpaquePyObject."},
     {"_opaque_pyobject", tvmffi_opaque_pyobject, METH_O,
      "_opaque_pyobject(o): the Python object an ffi.OpaquePyObject holds."},
     {"_set_bytes_class", tvmffi_set_bytes_class, METH_O,

@@ -59,7 +59,9 @@ def convert(value: Any) -> Any:
     keep = any(hasattr(cls, p) for p in _KEEP_PROTOCOLS)
     if keep and not hasattr(cls, "__tvm_ffi_object__") and not hasattr(cls, "__dlpack__"):
         return value
-    return _core._convert(value)
+    result = _core._convert(value)
+    # A value with no FFI form came back as itself: hand out its OpaquePyObject instead.
+    return _core._to_opaque(value) if result is value else result
 
 
 def convert_func(pyfunc: Callable[..., Any], tensor_cls: type | None = None) -> Function:
