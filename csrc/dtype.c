@@ -76,11 +76,13 @@ static PyObject* canonical_text(DLDataType dt) {
   TVMFFIAny out = {.type_index = kTVMFFINone};
   if (TVMFFIDataTypeToString(&dt, &out) != 0) return tvmffi_raise_ffi_error();
   PyObject* s = tvmffi_any_to_py_owned(&out);
-  if (s != NULL && !PyUnicode_CheckExact(s)) {
+  if (s != NULL && !PyUnicode_Check(s)) {
     Py_DECREF(s);
     PyErr_SetString(PyExc_RuntimeError, "TVMFFIDataTypeToString returned a non-string");
     return NULL;
   }
+  /* A heap result comes back as a String (a str subclass): keep a plain str. */
+  if (s != NULL && !PyUnicode_CheckExact(s)) Py_SETREF(s, PyUnicode_FromObject(s));
   return s;
 }
 
