@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 SOURCES := $(wildcard csrc/*.c csrc/*.h src/tvmffi/*.py src/tvmffi/*/*.py) setup.py pyproject.toml
 
-.PHONY: demo test bench lint install clean
+.PHONY: demo test bench soak lint install clean
 
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,13 @@ test: $(VENV)/.installed $(VENV)/.test-deps
 
 bench: $(VENV)/.installed $(VENV)/.test-deps
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+
+# Every kind of value and call path a million times; fails if RSS or a reference
+# count grows (minutes; not part of `test`), after checking that deliberate leaks
+# are caught. SOAK_ARGS, e.g. --calls 100000.
+soak: $(VENV)/.installed $(VENV)/.test-deps
+	$(PY) benchmarks/soak.py --self-test
+	$(PY) benchmarks/soak.py $(SOAK_ARGS)
 
 lint: $(VENV)/.test-deps
 	$(VENV)/bin/ruff check src tests benchmarks examples
