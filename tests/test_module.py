@@ -87,14 +87,17 @@ def test_getitem_and_attribute(plain: tvmffi.Module) -> None:
 
 
 def test_missing_function_errors(plain: tvmffi.Module) -> None:
-    with pytest.raises(KeyError, match="nope"):
+    with pytest.raises(AttributeError, match="nope"):  # official: AttributeError, not KeyError
         plain["nope"]
     with pytest.raises(AttributeError, match="nope"):
         _ = plain.nope
-    assert plain.get_function("nope") is None
+    with pytest.raises(AttributeError):  # missing: AttributeError, as official
+        plain.get_function("nope")
     assert not hasattr(plain, "nope")
     with pytest.raises(TypeError):
         plain.get_function(1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        plain[1]  # type: ignore[index]
 
 
 def test_lookup_cache(plain: tvmffi.Module) -> None:
@@ -108,8 +111,9 @@ def test_lookup_cache(plain: tvmffi.Module) -> None:
 
 def test_cache_never_shadows_methods(plain: tvmffi.Module) -> None:
     # Names of Module methods stay methods even after item lookups.
-    assert plain.get_function("get_function") is None
-    with pytest.raises(KeyError):
+    with pytest.raises(AttributeError):  # missing: AttributeError, as official
+        plain.get_function("get_function")
+    with pytest.raises(AttributeError):
         plain["kind"]
     assert plain.kind == "library"
 
@@ -222,7 +226,8 @@ def test_imports(plain_path: str, cpp_path: str) -> None:
     assert len(imports) == 1
     assert isinstance(imports[0], tvmffi.Module)
     assert imports[0].same_as(b)
-    assert a.get_function("mul") is None
+    with pytest.raises(AttributeError):  # missing: AttributeError, as official
+        a.get_function("mul")
     assert not a.implements_function("mul")
     f = a.get_function("mul", query_imports=True)
     assert f is not None and f(2, 3) == 6
@@ -256,7 +261,8 @@ def test_system_lib(syslib_loaded: ctypes.CDLL) -> None:
     assert s.syslib_add(2, 3) == 5
     assert s["syslib_add"](4, 4) == 8
     assert s.implements_function("syslib_add")
-    assert s.get_function("not_registered") is None
+    with pytest.raises(AttributeError):  # missing: AttributeError, as official
+        s.get_function("not_registered")
     assert tvmffi.system_lib().same_as(s)  # one module per prefix
 
 
@@ -318,7 +324,8 @@ def test_library_without_symbols(nosym_path: str) -> None:
     # has no functions). tvmffi used to refuse it with ValueError.
     mod = tvmffi.load_module(nosym_path)
     assert mod.kind == "library"
-    assert mod.get_function("plain_function") is None
+    with pytest.raises(AttributeError):  # missing: AttributeError, as official
+        mod.get_function("plain_function")
 
 
 # ---- libraries that only register globals / types; keep_module_alive ------------------
@@ -540,3 +547,20 @@ def test_huge_file_is_not_read_whole(plain_path: str, tmp_path: Any) -> None:
         tvmffi.load_module(str(zeros))
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 256 * 1024
+
+
+def test_property_predicates_and_entry(plain: tvmffi.Module) -> None:
+    mask = plain.get_property_mask()
+    assert mask == plain.property_mask
+    assert plain.is_runnable() == bool(mask & tvmffi.ModulePropertyMask.RUNNABLE)
+    assert plain.is_runnable()
+    assert plain.is_binary_serializable() == bool(
+        mask & tvmffi.ModulePropertyMask.BINARY_SERIALIZABLE
+    )
+    assert plain.is_compilation_exportable() == bool(
+        mask & tvmffi.ModulePropertyMask.COMPILATION_EXPORTABLE
+    )
+    assert tvmffi.Module.entry_name == "main"
+    with pytest.raises(AttributeError, match="main"):
+        plain()  # the fixture library has no entry function
+    assert tvmffi.system_lib(symbol_prefix="").kind == "library"

@@ -18,8 +18,9 @@ module), so a cached entry never dangles.
 from __future__ import annotations
 
 import os
+from enum import IntEnum
 from os import PathLike
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._core import Function, Object
 from .function import _cached_global_func
@@ -36,8 +37,8 @@ __all__ = [
 ]
 
 
-class ModulePropertyMask:
-    """Bits of :attr:`Module.property_mask` (``Module::ModulePropertyMask`` in C++)."""
+class ModulePropertyMask(IntEnum):
+    """Bits of :meth:`Module.get_property_mask` (``Module::ModulePropertyMask`` in C++)."""
 
     BINARY_SERIALIZABLE = 0b001
     RUNNABLE = 0b010
@@ -51,10 +52,13 @@ _CACHE_KEY = "_tvmffi_function_cache"
 class Module(Object):
     """A runtime module: a named collection of FFI functions plus imported modules.
 
-    ``mod["name"]`` and ``mod.name`` return the function ``name`` (``KeyError`` /
-    ``AttributeError`` when the module does not have it); :meth:`get_function`
-    returns ``None`` instead. Looked-up functions are cached per wrapper.
+    ``mod["name"]``, ``mod.name`` and :meth:`get_function` return the function
+    ``name`` and raise ``AttributeError`` when the module does not have it (as
+    the official binding does); ``mod(*args)`` calls the entry function
+    (:attr:`entry_name`, ``"main"``). Looked-up functions are cached per wrapper.
     """
+
+    entry_name: ClassVar[str] = "main"
 
     def _cache(self) -> dict[str, Function]:
         d = self.__dict__
@@ -69,11 +73,31 @@ class Module(Object):
         kind: str = _cached_global_func("ffi.ModuleGetKind")(self)
         return kind
 
-    @property
-    def property_mask(self) -> int:
+    def get_property_mask(self) -> int:
         """Bit mask of :class:`ModulePropertyMask` flags of this module."""
         mask: int = _cached_global_func("ffi.ModuleGetPropertyMask")(self)
         return mask
+
+    @property
+    def property_mask(self) -> int:
+        """tvmffi's earlier spelling of :meth:`get_property_mask`."""
+        return self.get_property_mask()
+
+    def is_binary_serializable(self) -> bool:
+        """Whether the module can be serialized to bytes."""
+        return bool(self.get_property_mask() & ModulePropertyMask.BINARY_SERIALIZABLE)
+
+    def is_runnable(self) -> bool:
+        """Whether functions can be looked up in the module (``get_function``)."""
+        return bool(self.get_property_mask() & ModulePropertyMask.RUNNABLE)
+
+    def is_compilation_exportable(self) -> bool:
+        """Whether ``write_to_file`` can write the module as an object or source file."""
+        return bool(self.get_property_mask() & ModulePropertyMask.COMPILATION_EXPORTABLE)
+
+    def __call__(self, *args: Any) -> Any:
+        """Call the module's entry function (:attr:`entry_name`)."""
+        return self[self.entry_name](*args)
 
     @property
     def imports(self) -> list[Module]:
@@ -94,12 +118,19 @@ class Module(Object):
         """Remove all imported modules."""
         _cached_global_func("ffi.ModuleClearImports")(self)
 
-    def get_function(self, name: str, query_imports: bool = False) -> Function | None:
-        """Return the function ``name``, or ``None`` when the module does not have it.
+    def get_function(self, name: str, query_imports: bool = False) -> Function:
+        """Return the function ``name``; ``AttributeError`` when the module does not have it.
 
         With ``query_imports`` the imported modules are searched as well
         (depth first). Results found without ``query_imports`` are cached.
         """
+        func = self._find_function(name, query_imports)
+        if func is None:
+            raise AttributeError(f"Module has no function {name!r} (module kind {self.kind!r})")
+        return func
+
+    def _find_function(self, name: str, query_imports: bool = False) -> Function | None:
+        """The function ``name``, or ``None`` when the module does not have it."""
         if not isinstance(name, str):
             raise TypeError(f"function name must be a str, not {type(name).__name__}")
         if not query_imports:
@@ -120,10 +151,9 @@ class Module(Object):
             hit = cache.get(name)
             if hit is not None:
                 return hit
-        func = self.get_function(name)
-        if func is None:
-            raise KeyError(f"module of kind {self.kind!r} has no function {name!r}")
-        return func
+        if not isinstance(name, str):
+            raise ValueError("Can only take string as function name")
+        return self.get_function(name)
 
     if TYPE_CHECKING:
 
@@ -136,8 +166,6 @@ class Module(Object):
         access, including cache hits, through a slower slot wrapper.)
         """
         func = self.get_function(name)
-        if func is None:
-            raise AttributeError(f"module of kind {self.kind!r} has no function {name!r}")
         # Next `mod.name` is an instance-dict hit; this hook only runs for names the
         # class does not define, so this never shadows a method or property.
         self.__dict__[name] = func
@@ -389,13 +417,14 @@ def _check_library_bin(file_name: str, data: bytes | _elf.Source) -> None:
         raise ValueError(f"cannot load module from {err}") from None
 
 
-def system_lib(prefix: str = "") -> Module:
+def system_lib(symbol_prefix: str = "") -> Module:
     """The system library module: functions registered with
-    ``TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_<prefix><name>", fn)``.
+    ``TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_<symbol_prefix><name>", fn)``.
 
+    A lookup of ``name`` tries ``symbol_prefix + name`` first, then ``name``.
     Modules are created once per prefix by the runtime.
     """
-    if not isinstance(prefix, str):
-        raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
-    mod: Module = _cached_global_func("ffi.SystemLib")(prefix)
+    if not isinstance(symbol_prefix, str):
+        raise TypeError(f"symbol_prefix must be a str, not {type(symbol_prefix).__name__}")
+    mod: Module = _cached_global_func("ffi.SystemLib")(symbol_prefix)
     return mod
