@@ -49,7 +49,19 @@ try:
 except KeyError as err:
     print(f"the callback's own exception came back through C++: {err!r}")
 
-print(f"{len(tvmffi.list_global_func_names())} global functions are registered")
+# The exception carries the runtime's error object, as with the official binding.
+try:
+    testing.test_raise_error("TypeError", "with its FFI error object")
+except TypeError as err:
+    ffi_error = err.__tvm_ffi_error__  # type: ignore[attr-defined]
+    print(f"__tvm_ffi_error__: kind={ffi_error.kind!r} message={ffi_error.message!r}")
+
+# Explicit conversion, and the registry's metadata (type schemas of C++ functions).
+print(f"convert([1, 2, 3]) -> {tvmffi.convert([1, 2, 3])!r}")
+meta = tvmffi.get_global_func_metadata("testing.schema_id_int")
+print(f"testing.schema_id_int: {tvmffi.core.TypeSchema.from_json_str(meta['type_schema'])}")
+tvmffi.remove_global_func("demo.scale")
+print(f"{len(tvmffi.registry.list_global_func_names())} global functions are registered")
 
 
 # ---- tvmffi.codegen: a C kernel body -> a validated FFI function -------------------------
