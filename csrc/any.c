@@ -126,9 +126,13 @@ static int dict_to_map(PyObject* dict, TVMFFIAny* out, TempList* temps, Py_ssize
   return rc;
 }
 
-static int object_to_any(PyObject* obj, TVMFFIAny* out) {
+static int object_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps) {
   TVMFFIObjectHandle h = tvmffi_object_handle(obj);
   if (h == NULL) return -1;
+  /* A container from a framework's call carries its API into this call,
+   * unless a tensor argument already named one (framework.c). */
+  const DLPackExchangeAPI* api = ((TVMFFIPyObject*)obj)->dlpack_api;
+  if (api != NULL && temps->dlpack_api == NULL) temps->dlpack_api = api;
   set_object(out, h);
   return 0;
 }
@@ -538,7 +542,7 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
   int kind = kind_of(Py_TYPE(obj));
   switch (kind) {
     case K_OBJECT:
-      return object_to_any(obj, out);
+      return object_to_any(obj, out, temps);
     case K_INT:
       return int_to_any(obj, out, temps);
     case K_FLOAT:
@@ -626,7 +630,7 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
   if (tp == &PyUnicode_Type) return tvmffi_str_to_any(obj, out, temps);
   if (tp == tvmffi_numpy_ndarray_type) return tvmffi_ndarray_to_any(obj, out, temps, argpos);
   /* Registered classes (and Function) mostly derive from Object directly. */
-  if (tp->tp_base == &TVMFFIObjectType) return object_to_any(obj, out);
+  if (tp->tp_base == &TVMFFIObjectType) return object_to_any(obj, out, temps);
   /* The official binding's Tensor and its direct subclasses (tvm.runtime.Tensor):
    * as cheap as our own (NULL until tvm_ffi is seen and its layout checked). */
   PyTypeObject* official = tvmffi_official_tensor_type;

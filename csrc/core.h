@@ -17,6 +17,8 @@
  *   stream.c    the runtime's per-device environment stream
  *   interop.c   one object world with the official binding (tvm_ffi)
  *   cfunction.c Functions from raw C symbols (extern "C" safe calls, MLIR packed)
+ *   framework.c a call's DLPack C exchange API: the framework's allocator
+ *               during the call, its tensors in the result
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
@@ -42,6 +44,10 @@ typedef struct {
   int size;
   int capacity;
   TVMFFIObjectHandle* items;
+  /* The DLPack C exchange API of a framework whose tensors (or a container
+   * returned by such a call) are among the arguments, or NULL: the one flag a
+   * call checks to give that framework its tensors back (framework.c). */
+  const DLPackExchangeAPI* dlpack_api;
   TVMFFIObjectHandle inline_items[TVMFFI_TEMPS_INLINE];
 } TempList;
 
@@ -49,6 +55,7 @@ static inline void temps_init(TempList* t) {
   t->size = 0;
   t->capacity = TVMFFI_TEMPS_INLINE;
   t->items = t->inline_items;
+  t->dlpack_api = NULL;
 }
 int temps_push(TempList* t, TVMFFIObjectHandle h);
 void temps_release(TempList* t);
@@ -102,6 +109,10 @@ typedef struct {
   PyObject_HEAD
   TVMFFIObjectHandle handle; /* owned strong reference, NULL when empty */
   PyObject* weakreflist;
+  /* A container returned by a call whose tensors came through a framework's
+   * DLPack C exchange API: that API (process-lifetime per the DLPack spec),
+   * so its tensor elements come back as the framework's tensors. Else NULL. */
+  const DLPackExchangeAPI* dlpack_api;
 } TVMFFIPyObject;
 
 extern PyTypeObject TVMFFIObjectType;
@@ -232,6 +243,10 @@ int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
                               Py_ssize_t argpos);
 /* Same, for an object known to be a numpy.ndarray (or subclass). */
 int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
+/* Whether the Tensor `h`, packed for the argument `arg`, is the framework
+ * tensor `arg` itself seen through its exchange API's non-owning fill (torch):
+ * a call returning `h` then returns `arg`. */
+int tvmffi_tensor_is_fill_of(TVMFFIObjectHandle h, PyObject* arg);
 /* A DLTensor* result or callback argument: a borrowed TensorView (shape and
  * strides copied, data borrowed). */
 PyObject* tvmffi_tensor_view_borrowed(const DLTensor* dl);
@@ -257,6 +272,15 @@ int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* te
                            Py_ssize_t argpos);
 /* Register the global function __tvm_ffi_object__ hands objects over with. */
 int tvmffi_interop_init(void);
+/* ---- framework.c: a call's DLPack C exchange API -------------------------------- */
+/* Install the framework's tensor allocator as the environment allocator for a
+ * call; *restore says whether framework_leave must put *prev back. */
+int tvmffi_framework_enter(const DLPackExchangeAPI* api, DLPackManagedTensorAllocator* prev,
+                           int* restore);
+int tvmffi_framework_leave(DLPackManagedTensorAllocator prev);
+/* Owned Any -> Python for a call made with `api`: a Tensor becomes the
+ * framework's tensor, a container remembers `api`. Consumes `value`. */
+PyObject* tvmffi_any_to_py_framework(TVMFFIAny* value, const DLPackExchangeAPI* api);
 
 /* ---- stream.c ------------------------------------------------------------------ */
 int tvmffi_stream_init(PyObject* module);

@@ -94,12 +94,50 @@ const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp) {
   return api;
 }
 
+/* ---- torch's lazy conjugate and negative bits ---------------------------------- */
+/* torch.Tensor.is_conj / is_neg as unbound methods, called without lookups. */
+static PyObject* g_torch_is_conj;
+static PyObject* g_torch_is_neg;
+
+static int torch_bit(PyObject* obj, PyObject** method, const char* name) {
+  if (*method == NULL) {
+    /* torch.Tensor's own method: a subclass may override it. */
+    *method = PyObject_GetAttrString((PyObject*)g_torch_tensor_type, name);
+    if (*method == NULL) return -1;
+  }
+  PyObject* r = PyObject_Vectorcall(*method, &obj, 1, NULL);
+  if (r == NULL) return -1;
+  int set = PyObject_IsTrue(r);
+  Py_DECREF(r);
+  return set;
+}
+
+/* A torch tensor whose conjugate or negative bit is set means values its
+ * memory does not hold (conj(x), -x); DLPack has no such flags, so passing the
+ * memory would hand the callee wrong values. Refused, as torch's own
+ * __dlpack__ refuses the conjugate bit (the official binding drops both). The
+ * conjugate bit only exists on complex tensors, so only they are asked. */
+int torch_check_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos) {
+  int conj = dl->dtype.code == kDLComplex ? torch_bit(obj, &g_torch_is_conj, "is_conj") : 0;
+  int neg = conj == 0 ? torch_bit(obj, &g_torch_is_neg, "is_neg") : 0;
+  if (conj < 0 || neg < 0) return wrap_error(argpos, obj, "is_conj()/is_neg()");
+  if (conj || neg) {
+    return tvmffi_arg_error(PyExc_ValueError, argpos,
+                            "torch.Tensor with the %s bit set cannot be passed: DLPack cannot "
+                            "carry it and the callee would read wrong values; call %s first",
+                            conj ? "conjugate" : "negative",
+                            conj ? ".resolve_conj()" : ".resolve_neg()");
+  }
+  return 0;
+}
+
 /* A producer's non-owning DLTensor fill (see exchange_fills). */
 int exchange_fill(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, DLTensor* dl) {
   if (e->api->dltensor_from_py_object_no_sync(obj, dl) != 0) {
     return wrap_error(argpos, obj, "DLPack export");
   }
-  return dl_check(dl, Py_TYPE(obj)->tp_name, argpos);
+  if (dl_check(dl, Py_TYPE(obj)->tp_name, argpos) != 0) return -1;
+  return e->is_torch ? torch_check_lazy_bits(obj, dl, argpos) : 0;
 }
 
 /* A producer's managed export, now owned by the caller. */
@@ -112,7 +150,8 @@ int exchange_managed(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos,
     return tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' exported no DLPack tensor",
                             Py_TYPE(obj)->tp_name);
   }
-  if (dl_check(&(*mv)->dl_tensor, Py_TYPE(obj)->tp_name, argpos) != 0) {
+  if (dl_check(&(*mv)->dl_tensor, Py_TYPE(obj)->tp_name, argpos) != 0 ||
+      (e->is_torch && torch_check_lazy_bits(obj, &(*mv)->dl_tensor, argpos) != 0)) {
     release_managed(*mv, NULL);
     *mv = NULL;
     return -1;

@@ -228,6 +228,7 @@ static PyObject* new_plain(PyTypeObject* cls, TVMFFIObjectHandle handle) {
   }
   ((TVMFFIPyObject*)obj)->handle = handle;
   ((TVMFFIPyObject*)obj)->weakreflist = NULL;
+  ((TVMFFIPyObject*)obj)->dlpack_api = NULL;
   return PyObject_Init(obj, cls); /* takes the reference a heap type's instance holds */
 }
 

@@ -517,7 +517,13 @@ static PyObject* py_seq_getitem(PyObject* m, PyObject* const* args, Py_ssize_t n
     PyErr_SetString(PyExc_IndexError, "index out of range");
     return NULL;
   }
-  return tvmffi_any_to_py_borrowed(&((TVMFFIAny*)c->data)[i]);
+  const TVMFFIAny* item = &((TVMFFIAny*)c->data)[i];
+  const DLPackExchangeAPI* api = ((TVMFFIPyObject*)args[0])->dlpack_api;
+  if (api == NULL) return tvmffi_any_to_py_borrowed(item);
+  /* A container from a framework's call: its tensors as the framework's. */
+  TVMFFIAny owned = *item;
+  if (owned.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectIncRef(owned.v_obj);
+  return tvmffi_any_to_py_framework(&owned, api);
 }
 
 static PyObject* py_shape_tuple(PyObject* m, PyObject* obj) {

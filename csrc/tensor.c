@@ -13,6 +13,7 @@
  */
 #include "tensor_internal.h"
 
+#include <limits.h>
 #include <string.h>
 
 /* ---- shared DLTensor accessors -------------------------------------------------- */
@@ -192,15 +193,40 @@ static PyObject* tensor_repr(PyObject* self) {
   return dl_repr("tvmffi.Tensor", tensor_dl(self));
 }
 
-static PyObject* py_from_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
-  (void)self;
-  static char* kwlist[] = {"obj", "require_alignment", "require_contiguous", NULL};
-  PyObject* obj;
-  int align = 0, contiguous = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$ip:from_dlpack", kwlist, &obj, &align,
-                                   &contiguous)) {
-    return NULL;
+/* from_dlpack's keywords: the tensor itself may be named ext_tensor (the
+ * official name) or obj (tvmffi's earlier one). -1 with TypeError otherwise. */
+static int from_dlpack_keywords(PyObject* const* values, PyObject* kwnames, PyObject** obj,
+                                int* align, int* contiguous) {
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, i);
+    if (PyUnicode_CompareWithASCIIString(name, "require_alignment") == 0) {
+      long v = PyLong_AsLong(values[i]); /* an int or anything with __index__ */
+      if (v == -1 && PyErr_Occurred()) return -1;
+      if (v > INT_MAX || v < INT_MIN) {
+        PyErr_SetString(PyExc_OverflowError, "from_dlpack: require_alignment is out of range");
+        return -1;
+      }
+      *align = (int)v;
+    } else if (PyUnicode_CompareWithASCIIString(name, "require_contiguous") == 0) {
+      int v = PyObject_IsTrue(values[i]);
+      if (v < 0) return -1;
+      *contiguous = v;
+    } else if (PyUnicode_CompareWithASCIIString(name, "ext_tensor") == 0 ||
+               PyUnicode_CompareWithASCIIString(name, "obj") == 0) {
+      if (*obj != NULL) {
+        PyErr_SetString(PyExc_TypeError, "from_dlpack() got multiple values for 'ext_tensor'");
+        return -1;
+      }
+      *obj = values[i];
+    } else {
+      PyErr_Format(PyExc_TypeError, "from_dlpack() got an unexpected keyword argument '%U'", name);
+      return -1;
+    }
   }
+  return 0;
+}
+
+static PyObject* from_dlpack_impl(PyObject* obj, int align, int contiguous) {
   if (align < 0) {
     PyErr_SetString(PyExc_ValueError, "require_alignment must be >= 0");
     return NULL;
@@ -213,7 +239,9 @@ static PyObject* py_from_dlpack(PyObject* self, PyObject* args, PyObject* kwargs
     }
     /* A Tensor imports as itself when there is nothing to check. */
     if (Py_TYPE(obj) == &TVMFFITensorType && align == 0 && !contiguous) return Py_NewRef(obj);
-  } else if (!PyCapsule_CheckExact(obj) && !tvmffi_is_tensor_type(Py_TYPE(obj))) {
+  } else if (!PyCapsule_CheckExact(obj) && type_entry(Py_TYPE(obj))->kind == TK_PROTOCOL &&
+             !tvmffi_is_tensor_type(Py_TYPE(obj))) {
+    /* Arrays and exchange-API producers (cached per type) skip the lookup. */
     PyErr_Format(PyExc_TypeError,
                  "from_dlpack expects a DLPack producer (an object with __dlpack__) or a DLPack "
                  "capsule, got '%.200s'",
@@ -225,9 +253,40 @@ static PyObject* py_from_dlpack(PyObject* self, PyObject* args, PyObject* kwargs
   return tvmffi_object_wrap_owned(h);
 }
 
+/* from_dlpack(ext_tensor, *, require_alignment=0, require_contiguous=False).
+ * Vectorcall: the common from_dlpack(x) parses nothing. */
+static PyObject* py_from_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                                PyObject* kwnames) {
+  (void)self;
+  if (nargs == 1 && kwnames == NULL) return from_dlpack_impl(args[0], 0, 0);
+  if (nargs > 1) {
+    PyErr_Format(PyExc_TypeError,
+                 "from_dlpack() takes 1 positional argument but %zd were given", nargs);
+    return NULL;
+  }
+  PyObject* obj = nargs == 1 ? args[0] : NULL;
+  int align = 0, contiguous = 0;
+  if (kwnames != NULL &&
+      from_dlpack_keywords(args + nargs, kwnames, &obj, &align, &contiguous) != 0) {
+    return NULL;
+  }
+  if (obj == NULL) {
+    PyErr_SetString(PyExc_TypeError, "from_dlpack() missing required argument 'ext_tensor'");
+    return NULL;
+  }
+  return from_dlpack_impl(obj, align, contiguous);
+}
+
 static PyObject* tensor_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   (void)type;
-  return py_from_dlpack(NULL, args, kwargs);
+  static char* kwlist[] = {"obj", "require_alignment", "require_contiguous", NULL};
+  PyObject* obj;
+  int align = 0, contiguous = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$ip:Tensor", kwlist, &obj, &align,
+                                   &contiguous)) {
+    return NULL;
+  }
+  return from_dlpack_impl(obj, align, contiguous);
 }
 
 PyTypeObject TVMFFITensorType = {
@@ -371,8 +430,14 @@ PyTypeObject TVMFFITensorViewType = {
 
 /* ---- module ------------------------------------------------------------------------ */
 static PyMethodDef tensor_module_methods[] = {
-    {"from_dlpack", (PyCFunction)(void (*)(void))py_from_dlpack, METH_VARARGS | METH_KEYWORDS,
-     "from_dlpack(obj, *, require_alignment=0, require_contiguous=False) -> Tensor"},
+    {"from_dlpack", (PyCFunction)(void (*)(void))py_from_dlpack, METH_FASTCALL | METH_KEYWORDS,
+     "from_dlpack($module, ext_tensor, *, require_alignment=0, require_contiguous=False)\n"
+     "--\n\n"
+     "Import ``ext_tensor`` (a DLPack producer or capsule) as a :class:`Tensor` without copying.\n\n"
+     "The versioned DLPack protocol is used when the producer supports it, the\n"
+     "legacy one otherwise. ``require_alignment`` (bytes) and\n"
+     "``require_contiguous`` make the runtime reject tensors that do not satisfy\n"
+     "them."},
     {NULL, NULL, 0, NULL},
 };
 

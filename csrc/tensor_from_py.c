@@ -10,7 +10,7 @@
 #include "tensor_internal.h"
 
 PyTypeObject* tvmffi_numpy_ndarray_type;
-static PyTypeObject* g_torch_tensor_type;
+PyTypeObject* g_torch_tensor_type;
 
 /* ---- errors naming the argument ----------------------------------------------- */
 /* Replace the pending exception by one that names the argument: TypeError
@@ -100,7 +100,7 @@ static TypeEntry g_type_cache[TYPE_CACHE_SIZE];
 const TypeEntry* type_entry(PyTypeObject* tp) {
   TypeEntry* e = &g_type_cache[((uintptr_t)tp >> 4) % TYPE_CACHE_SIZE];
   if (e->type == tp && e->tag == tp->tp_version_tag && e->tag != 0) return e;
-  TypeEntry fresh = {tp, 0, TK_PROTOCOL, NULL, 0};
+  TypeEntry fresh = {tp, 0, TK_PROTOCOL, NULL, is_torch_type(tp)};
   if (is_ndarray_type(tp) && same_dlpack_as_ndarray(tp)) {
     fresh.kind = TK_NDARRAY;
   } else if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) {
@@ -109,7 +109,6 @@ const TypeEntry* type_entry(PyTypeObject* tp) {
     fresh.kind = TK_OBJECT;
   } else if ((fresh.api = lookup_exchange_api(tp)) != NULL) {
     fresh.kind = TK_EXCHANGE;
-    fresh.is_torch = is_torch_type(tp);
   }
   fresh.tag = tvmffi_type_version_tag(tp); /* after the lookups above */
   Py_INCREF(tp);
@@ -208,10 +207,26 @@ int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int conti
     }
     case TK_EXCHANGE:
       if (own_finish(exchange_tensor(obj, e, argpos), align, contiguous, out) != 0) return -1;
-      return temps == NULL ? 0 : adopt_producer_stream(obj, e, *out, argpos, temps);
-    default:
-      return own_finish(protocol_tensor(obj, argpos), align, contiguous, out);
+      if (temps == NULL) return 0;
+      temps->dlpack_api = e->api; /* the framework gets its tensors back (framework.c) */
+      return adopt_producer_stream(obj, e, *out, argpos, temps);
+    default: {
+      OwnTensor* t = protocol_tensor(obj, argpos);
+      if (t != NULL && e->is_torch && torch_check_lazy_bits(obj, &t->dl, argpos) != 0) {
+        own_deleter(t, kTVMFFIObjectDeleterFlagBitMaskBoth);
+        return -1;
+      }
+      return own_finish(t, align, contiguous, out);
+    }
   }
+}
+
+int tvmffi_tensor_is_fill_of(TVMFFIObjectHandle h, PyObject* arg) {
+  if (((const TVMFFIObject*)h)->deleter != own_deleter || ((const OwnTensor*)h)->owner != arg) {
+    return 0;
+  }
+  const TypeEntry* e = type_entry(Py_TYPE(arg));
+  return e->kind == TK_EXCHANGE && exchange_fills(e);
 }
 
 static void set_tensor_any(TVMFFIAny* out, TVMFFIObjectHandle h) {

@@ -103,10 +103,12 @@ typedef struct {
   unsigned int tag;   /* the type's version tag when decided (see core.h) */
   TensorKind kind;
   const DLPackExchangeAPI* api;
-  int is_torch;
+  int is_torch; /* a torch.Tensor (sub)class */
 } TypeEntry;
 
 const TypeEntry* type_entry(PyTypeObject* tp);
+/* torch.Tensor once torch is imported and a tensor route asked, else NULL. */
+extern PyTypeObject* g_torch_tensor_type;
 void refresh_known_types(void);
 int is_ndarray_type(PyTypeObject* tp);
 /* Replace the pending exception by one naming the argument (argpos >= 0,
@@ -151,6 +153,8 @@ int exchange_managed(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos,
 int protocol_take(PyObject* obj, Py_ssize_t argpos, DLManagedTensorVersioned** mv,
                   DLManagedTensor** ml);
 OwnTensor* exchange_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos);
+/* ValueError for a torch tensor whose lazy conjugate/negative bit is set. */
+int torch_check_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos);
 OwnTensor* protocol_tensor(PyObject* obj, Py_ssize_t argpos);
 
 /* ---- dlpack_export.c: tensors -> consumers --------------------------------- */

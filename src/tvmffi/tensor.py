@@ -38,26 +38,12 @@ the runtime or another binding carry no flag.
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import _core
 from ._core import Tensor, TensorView
 
 __all__ = ["Tensor", "TensorView", "from_dlpack"]
 
 
-# Kept as a Python function rather than re-exporting _core.from_dlpack: the C
-# function's docstring is a one-line signature and it has no inspectable signature.
-def from_dlpack(
-    ext_tensor: Any, *, require_alignment: int = 0, require_contiguous: bool = False
-) -> Tensor:
-    """Import ``ext_tensor`` (a DLPack producer or capsule) as a :class:`Tensor` without copying.
-
-    The versioned DLPack protocol is used when the producer supports it, the
-    legacy one otherwise. ``require_alignment`` (bytes) and
-    ``require_contiguous`` make the runtime reject tensors that do not satisfy
-    them.
-    """
-    return _core.from_dlpack(
-        ext_tensor, require_alignment=require_alignment, require_contiguous=require_contiguous
-    )
+# The C function itself: its docstring carries the signature (inspect.signature
+# works) and from_dlpack(x) reaches C without keyword parsing.
+from_dlpack = _core.from_dlpack

@@ -21,6 +21,7 @@ FIXTURES: dict[str, tuple[str, str, bool]] = {
     "syslib": ("syslib.c", "cc", True),
     "nosym": ("nosym.c", "cc", False),
     "static_init": ("static_init.c", "cc", True),
+    "alloc": ("alloc.c", "cc", True),
 }
 
 
