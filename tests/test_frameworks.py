@@ -1,0 +1,179 @@
+"""Frameworks get their tensors back (issue 11 item 4, DESIGN "The first rule" 3).
+
+A call whose tensor arguments came through a DLPack C exchange API (torch's
+``__dlpack_c_exchange_api__``) returns that framework's tensors, also from the
+containers it returns, and runs with the framework's tensor allocator as the
+environment allocator (``TVMFFIEnvTensorAlloc``), as the official binding does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import tvmffi
+import tvmffi.testing as T
+
+torch = pytest.importorskip("torch")
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "module_fixtures"))
+import build as fixture_build  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def alloc_mod(tmp_path_factory: pytest.TempPathFactory) -> tvmffi.Module:
+    if fixture_build.compiler("cc") is None:
+        pytest.skip("no C compiler")
+    return tvmffi.load_module(fixture_build.build("alloc", str(tmp_path_factory.mktemp("alloc"))))
+
+
+# ---- torch in, torch out ----------------------------------------------------------
+def test_echo_returns_the_torch_tensor() -> None:
+    x = torch.arange(4.0)
+    y = T.echo(x)
+    assert isinstance(y, torch.Tensor)
+    assert y is x  # the tensor handed back is the argument itself
+    v = x[1:]
+    w = T.echo(v)
+    assert isinstance(w, torch.Tensor) and w.data_ptr() == v.data_ptr()
+    assert w.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_new_tensor_results_are_torch_tensors() -> None:
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    arr = T.make_array_with_tensor(x)
+    assert isinstance(arr, tvmffi.Array)
+    elem = arr[0]
+    assert isinstance(elem, torch.Tensor)
+    assert elem.data_ptr() == x.data_ptr() and elem.shape == (2, 3)
+    elem[0, 0] = 42.0  # shares memory
+    assert x[0, 0] == 42.0
+
+
+def test_container_elements_are_torch_tensors() -> None:
+    x = torch.arange(4, dtype=torch.float32)
+    mixed = T.make_array_with_mixed(x, 42)
+    assert isinstance(mixed[0], torch.Tensor) and mixed[1] == 42 and mixed[2] == "hello"
+    lst = T.make_list_with_tensor(x, 7)
+    assert isinstance(lst, tvmffi.List) and isinstance(lst[0], torch.Tensor)
+    m = T.make_map_with_tensor(x)
+    assert isinstance(m, tvmffi.Map) and isinstance(m["tensor"], torch.Tensor)
+    assert m["tensor"].data_ptr() == x.data_ptr() and m["value"] == 42
+    d = T.make_dict_with_tensor(x)
+    assert isinstance(d, tvmffi.Dict) and isinstance(d["tensor"], torch.Tensor)
+    nested = T.make_nested_map_with_tensor(x, torch.arange(8, dtype=torch.int32))
+    assert isinstance(nested["array"][1], torch.Tensor)
+    assert isinstance(nested["map"]["t"], torch.Tensor)
+    inner = T.make_nested_array_with_tensor(x)[0]
+    assert isinstance(inner, tvmffi.Array) and isinstance(inner[0], torch.Tensor)
+
+
+def test_container_passed_on_keeps_the_framework() -> None:
+    x = torch.arange(4, dtype=torch.float32)
+    arr = T.make_array_with_tensor(x)
+    again = T.echo(arr)
+    assert isinstance(again[0], torch.Tensor) and again[0].data_ptr() == x.data_ptr()
+
+
+def test_no_framework_no_conversion() -> None:
+    a = np.arange(4, dtype="float32")
+    assert type(T.echo(a)) is tvmffi.Tensor
+    arr = T.make_array_with_tensor(tvmffi.from_dlpack(a))
+    assert type(arr[0]) is tvmffi.Tensor
+
+
+# ---- the framework's allocator during the call --------------------------------------
+def test_env_tensor_alloc_gives_torch_tensors(alloc_mod: tvmffi.Module) -> None:
+    doubled = alloc_mod["doubled"]
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    y = doubled(x)
+    assert isinstance(y, torch.Tensor)
+    assert y.shape == (2, 3) and y.dtype == torch.float32
+    assert torch.equal(y, 2 * x)
+    assert torch.equal(doubled(x.T), 2 * x.T)  # strided input, compact output
+
+
+def test_allocator_only_during_framework_calls(alloc_mod: tvmffi.Module) -> None:
+    doubled = alloc_mod["doubled"]
+    doubled(torch.zeros(2))
+    # Restored afterwards: a call without torch tensors has no allocator.
+    with pytest.raises(RuntimeError, match="allocator"):
+        doubled(np.zeros(2, dtype="float32"))
+    # Also restored when the callee fails.
+    with pytest.raises(TypeError, match="float32"):
+        doubled(torch.zeros(2, dtype=torch.int32))
+    with pytest.raises(RuntimeError, match="allocator"):
+        doubled(np.zeros(2, dtype="float32"))
+
+
+def test_allocator_from_a_returned_container(alloc_mod: tvmffi.Module) -> None:
+    # A container returned by a torch call carries torch into the next call.
+    x = torch.arange(3, dtype=torch.float32)
+    arr = T.make_array_with_tensor(x)
+    first = alloc_mod["doubled"](arr[0])
+    assert isinstance(first, torch.Tensor) and first.tolist() == [0.0, 2.0, 4.0]
+
+
+# ---- lazy conjugate / negative bits (issue 12 item 12) ------------------------------
+def _lazy_tensors() -> list[tuple[object, str]]:
+    z = torch.tensor([1 + 2j, 3 + 4j])
+    return [(z.conj(), "conjugate"), (z.conj().imag, "negative")]
+
+
+@pytest.mark.parametrize("route", ["call", "from_dlpack", "view"])
+def test_lazy_bits_are_refused(route: str) -> None:
+    for t, bit in _lazy_tensors():
+        with pytest.raises(ValueError, match=f"{bit} bit"):
+            if route == "call":
+                T.echo(t)
+            elif route == "from_dlpack":
+                tvmffi.from_dlpack(t)
+            else:
+                tvmffi.TensorView(t)
+
+
+def test_resolved_lazy_tensors_pass_with_their_values() -> None:
+    c, n = _lazy_tensors()[0][0], _lazy_tensors()[1][0]
+    rc = np.from_dlpack(tvmffi.from_dlpack(c.resolve_conj()))  # type: ignore[attr-defined]
+    assert rc.tolist() == [1 - 2j, 3 - 4j]
+    rn = np.from_dlpack(tvmffi.from_dlpack(n.resolve_neg()))  # type: ignore[attr-defined]
+    assert rn.tolist() == [-2.0, -4.0]
+
+
+# ---- from_dlpack without keyword parsing (issue 11 item 6) --------------------------
+def test_from_dlpack_is_the_c_function_with_a_signature() -> None:
+    assert type(tvmffi.from_dlpack).__name__ == "builtin_function_or_method"
+    sig = inspect.signature(tvmffi.from_dlpack)
+    assert list(sig.parameters) == ["ext_tensor", "require_alignment", "require_contiguous"]
+    assert sig.parameters["require_alignment"].default == 0
+    assert "DLPack" in (tvmffi.from_dlpack.__doc__ or "")
+
+
+def test_from_dlpack_arguments() -> None:
+    a = np.arange(4.0)
+    for t in (
+        tvmffi.from_dlpack(a),
+        tvmffi.from_dlpack(ext_tensor=a),
+        tvmffi.from_dlpack(a, require_alignment=8, require_contiguous=True),
+    ):
+        assert t.data_ptr() == a.ctypes.data
+    with pytest.raises(TypeError, match="missing"):
+        tvmffi.from_dlpack()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="positional"):
+        tvmffi.from_dlpack(a, a)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        tvmffi.from_dlpack(a, copy=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values"):
+        tvmffi.from_dlpack(a, ext_tensor=a)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        tvmffi.from_dlpack(a, require_alignment="8")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=">= 0"):
+        tvmffi.from_dlpack(a, require_alignment=-1)
+    with pytest.raises(RuntimeError, match="contiguous"):
+        tvmffi.from_dlpack(a[::2], require_contiguous=True)
+    with pytest.raises(TypeError, match="DLPack producer"):
+        tvmffi.from_dlpack(object())
