@@ -220,6 +220,8 @@ int tvmffi_dtype_init_types(PyObject* module);
 PyObject* tvmffi_device_from_dl(DLDevice dev);
 PyObject* tvmffi_dtype_from_dl(DLDataType dtype);
 PyObject* tvmffi_set_dtype_hook(PyObject* self, PyObject* hook);
+/* The DLDataType of a dtype, a dtype string or a NumPy/ml_dtypes/torch dtype. */
+int tvmffi_dtype_value(PyObject* value, DLDataType* out);
 /* torch.dtype / numpy.dtype instances, converted to DLDataType arguments. */
 int tvmffi_is_dtype_like_type(PyTypeObject* tp);
 int tvmffi_dtype_like_to_dl(PyObject* obj, DLDataType* out);

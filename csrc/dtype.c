@@ -138,7 +138,7 @@ PyObject* tvmffi_dtype_from_dl(DLDataType dt) {
 }
 
 /* The value of any dtype-like: a dtype, a string, or what the hook maps. */
-static int dtype_value(PyObject* value, DLDataType* out) {
+int tvmffi_dtype_value(PyObject* value, DLDataType* out) {
   if (PyObject_TypeCheck(value, &TVMFFIDataTypeType)) {
     *out = ((TVMFFIPyDataType*)value)->dtype;
     return 0;
@@ -197,7 +197,7 @@ int tvmffi_dtype_like_to_dl(PyObject* obj, DLDataType* out) {
     *out = g_like_cache[slot].dtype;
     return 0;
   }
-  if (dtype_value(obj, out) != 0) return -1;
+  if (tvmffi_dtype_value(obj, out) != 0) return -1;
   Py_XSETREF(g_like_cache[slot].obj, Py_NewRef(obj));
   g_like_cache[slot].dtype = *out;
   return 0;
@@ -213,7 +213,7 @@ static PyObject* dtype_new(PyTypeObject* cls, PyObject* args, PyObject* kwargs) 
     return Py_NewRef(value);
   }
   DLDataType dt;
-  if (dtype_value(value, &dt) != 0) return NULL;
+  if (tvmffi_dtype_value(value, &dt) != 0) return NULL;
   PyObject* text = PyUnicode_Check(value) ? PyUnicode_FromObject(value) : canonical_text(dt);
   if (text == NULL) return NULL;
   PyObject* self = dtype_make(cls, text, dt);

@@ -48,11 +48,9 @@ static int descr_lookup(PyObject* arr, PyObject* descr, Py_ssize_t argpos, DLDat
     *itemsize = g_descr_cache[slot].itemsize;
     return 0;
   }
-  /* DataType(descr) maps NumPy and ml_dtypes dtypes through the dtype hook. */
-  PyObject* dt = PyObject_CallOneArg((PyObject*)&TVMFFIDataTypeType, descr);
-  if (dt == NULL) return wrap_error(argpos, arr, "DataType(array.dtype)");
-  DLDataType d = ((TVMFFIPyDataType*)dt)->dtype;
-  Py_DECREF(dt);
+  /* NumPy and ml_dtypes dtypes map through the dtype hook (dtype.c). */
+  DLDataType d;
+  if (tvmffi_dtype_value(descr, &d) != 0) return wrap_error(argpos, arr, "dtype(array.dtype)");
   PyObject* native = PyObject_GetAttr(descr, g_str_isnative);
   int is_native = native == NULL ? -1 : PyObject_IsTrue(native);
   Py_XDECREF(native);
