@@ -16,7 +16,8 @@ from _harness import Case, report, testing_funcs
 def _env() -> dict[str, object]:
     # The og_/tg_ handles keep the GIL: the call path without the two GIL
     # transitions (~25-40 ns here) that both bindings pay by default.
-    env = testing_funcs(("nop", "echo", "add_one", "apply"), gil_kept=("nop", "echo", "add_one"))
+    names = ("nop", "echo", "add_one", "apply")
+    env = testing_funcs(names, gil_kept=names)
     env["s100"] = "x" * 100
     env["pyfunc"] = lambda x: x
     return env
@@ -33,6 +34,11 @@ CORE_CASES = [
     Case("nop() [release_gil=False]", "og_nop()", "tg_nop()"),
     Case("add_one(1) [release_gil=False]", "og_add_one(1)", "tg_add_one(1)"),
     Case("echo(None) [release_gil=False]", "og_echo(None)", "tg_echo(None)"),
+    Case(
+        "apply(<python callable>, 1) [release_gil=False]",
+        "og_apply(pyfunc, 1)",
+        "tg_apply(pyfunc, 1)",
+    ),
 ]
 
 
