@@ -253,10 +253,12 @@ int tvmffi_tensor_is_fill_of(TVMFFIObjectHandle h, PyObject* arg);
  * strides copied, data borrowed). */
 PyObject* tvmffi_tensor_view_borrowed(const DLTensor* dl);
 
+/* Whether a DLTensor that `owner` only borrows can be read: ValueError for a
+ * NULL one, a malformed shape, or NULL data under a non-zero size. */
+int tvmffi_check_borrowed_dl(PyObject* owner, const DLTensor* dl, Py_ssize_t argpos);
 /* A DLTensor that a foreign Python object `owner` only borrows (a view the
  * official binding hands to callbacks): a DLTensor* argument when argpos >= 0,
- * else a Tensor holding `owner`. NULL, malformed or NULL-data-with-elements
- * tensors raise ValueError. */
+ * else a Tensor holding `owner`; `dl` passed tvmffi_check_borrowed_dl. */
 int tvmffi_dltensor_view_to_any(PyObject* owner, const DLTensor* dl, TVMFFIAny* out,
                                 TempList* temps, Py_ssize_t argpos);
 
@@ -272,6 +274,10 @@ int tvmffi_official_kind(PyTypeObject* tp);
  * temporary to `temps`). */
 int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* temps,
                            Py_ssize_t argpos);
+/* An official Tensor: its handle (borrowed), or NULL and, for a handle-less
+ * view, its checked DLTensor in *dl. */
+int tvmffi_official_tensor_parts(PyObject* obj, TVMFFIObjectHandle* handle, const DLTensor** dl,
+                                 Py_ssize_t argpos);
 /* Register the global function __tvm_ffi_object__ hands objects over with. */
 int tvmffi_interop_init(void);
 /* ---- framework.c: a call's DLPack C exchange API -------------------------------- */

@@ -122,15 +122,19 @@ static int read_handle(PyObject* obj, TVMFFIObjectHandle* out) {
 /* A Tensor without a handle is a view of a DLTensor that the official binding
  * handed to a Python callback (jax-tvm-ffi does): it converts from its
  * DLTensor fields. Its __dlpack__ must never be called (it crashes). */
-static int view_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+int tvmffi_official_tensor_parts(PyObject* obj, TVMFFIObjectHandle* handle, const DLTensor** dl,
+                                 Py_ssize_t argpos) {
+  if (read_handle(obj, handle) != 0) return -1;
+  *dl = NULL;
+  if (*handle != NULL) return 0;
   if (g_official.dltensor_offset == 0) {
     return tvmffi_arg_error(PyExc_TypeError, argpos,
                             "cannot convert a '%.200s' view without a handle: unknown layout of "
                             "the official binding's Tensor",
                             Py_TYPE(obj)->tp_name);
   }
-  const DLTensor* dl = *(const DLTensor**)((char*)obj + g_official.dltensor_offset);
-  return tvmffi_dltensor_view_to_any(obj, dl, out, temps, argpos);
+  *dl = *(const DLTensor**)((char*)obj + g_official.dltensor_offset);
+  return tvmffi_check_borrowed_dl(obj, *dl, argpos);
 }
 
 int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* temps,
@@ -147,9 +151,13 @@ int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* te
     return rc;
   }
   TVMFFIObjectHandle h;
-  if (read_handle(obj, &h) != 0) return -1;
-  if (h == NULL) {
-    if (kind == OFFICIAL_TENSOR) return view_to_any(obj, out, temps, argpos);
+  if (kind == OFFICIAL_TENSOR) {
+    const DLTensor* dl;
+    if (tvmffi_official_tensor_parts(obj, &h, &dl, argpos) != 0) return -1;
+    if (h == NULL) return tvmffi_dltensor_view_to_any(obj, dl, out, temps, argpos);
+  } else if (read_handle(obj, &h) != 0) {
+    return -1;
+  } else if (h == NULL) {
     return tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' object holds no FFI handle",
                             Py_TYPE(obj)->tp_name);
   }

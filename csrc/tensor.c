@@ -372,6 +372,13 @@ static PyObject* view_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) 
     v->owner = Py_NewRef(obj);
     return (PyObject*)v;
   }
+  if (tvmffi_official_kind(tp) == OFFICIAL_TENSOR) {
+    /* Never through its __dlpack__: a handle-less view's crashes. */
+    const DLTensor* dl;
+    TVMFFIObjectHandle h;
+    if (tvmffi_official_tensor_parts(obj, &h, &dl, -1) != 0) return NULL;
+    return view_copying(h != NULL ? (const DLTensor*)tvmffi_cell(h) : dl, obj, 0);
+  }
   if (is_ndarray_type(tp)) return view_from_numpy(obj);
   if (!PyCapsule_CheckExact(obj) && !tvmffi_is_tensor_type(tp)) {
     PyErr_Format(PyExc_TypeError,

@@ -107,6 +107,8 @@ const TypeEntry* type_entry(PyTypeObject* tp) {
     fresh.kind = TK_VIEW;
   } else if (PyType_IsSubtype(tp, &TVMFFIObjectType)) {
     fresh.kind = TK_OBJECT;
+  } else if (tvmffi_official_kind(tp) == OFFICIAL_TENSOR) {
+    fresh.kind = TK_OFFICIAL;
   } else if ((fresh.api = lookup_exchange_api(tp)) != NULL) {
     fresh.kind = TK_EXCHANGE;
   }
@@ -205,6 +207,16 @@ int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int conti
       *out = h;
       return 0;
     }
+    case TK_OFFICIAL: { /* its handle, or the DLTensor of a handle-less view */
+      const DLTensor* dl;
+      TVMFFIObjectHandle h;
+      if (tvmffi_official_tensor_parts(obj, &h, &dl, argpos) != 0) return -1;
+      if (h == NULL) return own_finish(own_from_dl(dl, obj, 0), align, contiguous, out);
+      if (check_requirements((const DLTensor*)tvmffi_cell(h), align, contiguous) != 0) return -1;
+      TVMFFIObjectIncRef(h);
+      *out = h;
+      return 0;
+    }
     case TK_EXCHANGE:
       if (own_finish(exchange_tensor(obj, e, argpos), align, contiguous, out) != 0) return -1;
       if (temps == NULL) return 0;
@@ -272,7 +284,7 @@ int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
 /* Whether a borrowed DLTensor can be read at all: a NULL pointer, a negative
  * rank, missing shape, a negative extent or NULL data under elements would
  * make the callee read garbage. */
-static int check_borrowed_dl(PyObject* owner, const DLTensor* dl, Py_ssize_t argpos) {
+int tvmffi_check_borrowed_dl(PyObject* owner, const DLTensor* dl, Py_ssize_t argpos) {
   const char* tp = Py_TYPE(owner)->tp_name;
   if (dl == NULL) {
     return tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' view has no DLTensor", tp);
@@ -298,7 +310,6 @@ static int check_borrowed_dl(PyObject* owner, const DLTensor* dl, Py_ssize_t arg
 
 int tvmffi_dltensor_view_to_any(PyObject* owner, const DLTensor* dl, TVMFFIAny* out,
                                 TempList* temps, Py_ssize_t argpos) {
-  if (check_borrowed_dl(owner, dl, argpos) != 0) return -1;
   if (argpos >= 0) {
     out->type_index = kTVMFFIDLTensorPtr;
     out->zero_padding = 0;

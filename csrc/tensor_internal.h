@@ -94,6 +94,7 @@ typedef enum {
   TK_NDARRAY = 1, /* numpy.ndarray and subclasses */
   TK_VIEW,        /* tvmffi.TensorView */
   TK_OBJECT,      /* tvmffi.Object (a Tensor when its handle is one) */
+  TK_OFFICIAL,    /* the official binding's Tensor: its handle, or a view's DLTensor */
   TK_EXCHANGE,    /* DLPack C exchange API on the type */
   TK_PROTOCOL,    /* Python __dlpack__ / __dlpack_device__ */
 } TensorKind;

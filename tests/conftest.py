@@ -66,6 +66,13 @@ class NativeHelper:
         lib.runtime_version.restype = None
         lib.call_with_dltensor.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong]
         lib.call_with_dltensor.restype = ctypes.c_int
+        lib.call_with_dltensor_nd.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.POINTER(ctypes.c_int64),
+        ]
+        lib.call_with_dltensor_nd.restype = ctypes.c_int
 
     def call_int(self, fn: tvmffi.Function, x: int, *, spawn: bool) -> dict[str, Any]:
         """Call ``fn(x)`` from C, on a new native thread when ``spawn``."""
@@ -104,6 +111,12 @@ class NativeHelper:
         Returns the call's return code (a raised error is dropped).
         """
         return int(self.lib.call_with_dltensor(ctypes.c_void_p(fn.__chandle__()), data, n))
+
+    def call_with_dltensor_nd(self, fn: Any, data: int | None, shape: list[int]) -> int:
+        """Like :meth:`call_with_dltensor` with any shape (extents may be negative)."""
+        dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        return int(self.lib.call_with_dltensor_nd(ctypes.c_void_p(fn.__chandle__()), data,
+                                                  len(shape), dims))
 
     def runtime_version(self) -> str:
         parts = [ctypes.c_uint(0) for _ in range(3)]

@@ -232,15 +232,14 @@ int send_signal_after(int sig, int delay_ms) {
   return 0;
 }
 
-/* Call fn(DLTensor*) with a 1-d float32 tensor of `n` elements at `data`
- * (which may be NULL): how a C caller hands a bare view to a callback.
- * Returns the call's return code (a raised error is dropped). */
-int call_with_dltensor(void* fn, void* data, long long n) {
-  int64_t shape[1] = {n};
+/* Call fn(DLTensor*) with a float32 tensor of shape `shape` (ndim entries)
+ * at `data` (which may be NULL): how a C caller hands a bare view to a
+ * callback. Returns the call's return code (a raised error is dropped). */
+int call_with_dltensor_nd(void* fn, void* data, int ndim, int64_t* shape) {
   DLTensor dl = {0};
   dl.data = data;
   dl.device.device_type = kDLCPU;
-  dl.ndim = 1;
+  dl.ndim = ndim;
   dl.dtype.code = kDLFloat;
   dl.dtype.bits = 32;
   dl.dtype.lanes = 1;
@@ -258,4 +257,10 @@ int call_with_dltensor(void* fn, void* data, long long n) {
     if (err != NULL) TVMFFIObjectDecRef(err);
   }
   return rc;
+}
+
+/* The same with a 1-d tensor of `n` elements. */
+int call_with_dltensor(void* fn, void* data, long long n) {
+  int64_t shape[1] = {n};
+  return call_with_dltensor_nd(fn, data, 1, shape);
 }

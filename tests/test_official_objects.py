@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tvmffi
 from tvmffi._core import object_use_count
@@ -223,3 +225,67 @@ def test_tvm_ffi_object_protocol_returning_official_object() -> None:
 
     got = echo(Holder())
     assert got.__chandle__() == arr.__chandle__()
+
+
+def test_official_view_through_from_dlpack_and_tensor_view(native: Any) -> None:
+    # from_dlpack / TensorView of a handle-less official view read its DLTensor
+    # (calling the view's __dlpack__ crashes inside tvm_ffi).
+    data = np.arange(3, dtype="float32")
+    seen: list[Any] = []
+    errors: list[BaseException] = []
+
+    def callback(view: Any) -> None:
+        seen.append(np.from_dlpack(tvmffi.from_dlpack(view)).tolist())
+        seen.append(tuple(tvmffi.TensorView(view).shape))
+
+    def null_callback(view: Any) -> None:
+        for convert in (tvmffi.from_dlpack, tvmffi.TensorView):
+            try:
+                convert(view)
+            except ValueError as err:
+                errors.append(err)
+
+    assert native.call_with_dltensor(tvm_ffi.convert(callback), data.ctypes.data, 3) == 0
+    assert seen == [[0.0, 1.0, 2.0], (3,)]
+    assert native.call_with_dltensor(tvm_ffi.convert(null_callback), None, 3) == 0
+    assert len(errors) == 2
+    assert all("NULL data" in str(err) for err in errors)
+
+
+def test_from_dlpack_of_official_tensor_keeps_the_handle() -> None:
+    official = tvm_ffi.from_dlpack(np.arange(4, dtype="int64"))
+    ours = tvmffi.from_dlpack(official)
+    assert ours.__chandle__() == official.__chandle__()
+    np.testing.assert_array_equal(np.from_dlpack(ours), np.arange(4))
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    shape=st.lists(st.integers(min_value=-2, max_value=4), max_size=4),
+    null_data=st.booleans(),
+)
+def test_official_views_of_any_shape(native: Any, shape: list[int], null_data: bool) -> None:
+    # A handle-less view converts iff its shape is readable and its data is there
+    # (or it has no elements); otherwise ValueError, never a crash.
+    buffer = np.zeros(max(1, int(np.prod([max(d, 0) for d in shape]))), dtype="float32")
+    outcome: list[Any] = []
+
+    def callback(view: Any) -> None:
+        try:
+            outcome.append(tuple(echo(view).shape))
+        except ValueError as err:
+            outcome.append(err)
+
+    data = None if null_data else buffer.ctypes.data
+    assert native.call_with_dltensor_nd(tvm_ffi.convert(callback), data, shape) == 0
+    (got,) = outcome
+    bad = any(d < 0 for d in shape) or (null_data and all(d != 0 for d in shape))
+    if bad:
+        assert isinstance(got, ValueError)
+    else:
+        assert got == tuple(shape)
