@@ -495,6 +495,16 @@ def test_load_module_rejects_corrupt_library_bin(
         assert main(["inspect", path]) == 1
     assert err.getvalue().startswith("error: cannot load module from")
     assert "Traceback" not in err.getvalue()
+    # Given as a bare name (from its directory), the file checked is the file loaded.
+    cwd = os.getcwd()
+    os.chdir(os.path.dirname(path))
+    try:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            assert main(["inspect", os.path.basename(path)]) == 1
+        assert err.getvalue().startswith("error: cannot load module from")
+    finally:
+        os.chdir(cwd)
 
 
 def test_load_module_accepts_a_valid_library_bin(builder: Builder) -> None:

@@ -391,7 +391,9 @@ def _load_module(file_name: str, data: bytes | _elf.Source) -> Module:
     symbols = _elf_dynamic_symbols(file_name, data)
     if symbols is not None and _LIBRARY_BIN_SYMBOL in symbols:
         _check_library_bin(file_name, data)
-    return _load_with_runtime(file_name)
+    # The file checked is the file loaded: a bare name (`inspect libx.so`) would
+    # send the dynamic loader down its search path instead.
+    return _load_with_runtime(file_name if os.sep in file_name else os.path.join(".", file_name))
 
 
 def _load_with_runtime(file_name: str) -> Module:
