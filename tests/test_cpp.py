@@ -200,6 +200,13 @@ def test_codegen_kernel_with_cpp_linkage_is_a_build_error(tmp_path: Path) -> Non
     assert info.value.undefined_symbols == ("scale_k",)
     assert 'extern "C"' in message and "_Z7scale_k" in message
     assert not list(tmp_path.glob("scale-*/libscale.so"))
+    # The fix the message names, given as C++ text this time.
+    mod = codegen.build([(sig, "scale_k")], name="scale", output_dir=tmp_path, cpp_sources=[
+        '#include <cstdint>\nextern "C" int scale_k(int64_t* x, int64_t n) {\n'
+        "  for (int64_t i = 0; i < n; ++i) x[i] *= 3;\n  return 0;\n}\n"])
+    x = np.arange(3, dtype=np.int64)
+    mod.scale(x)
+    assert x.tolist() == [0, 3, 6]
 
 
 def test_codegen_misspelled_kernel_is_a_build_error(tmp_path: Path) -> None:

@@ -223,7 +223,9 @@ def _run(cmd: list[str], job: Job) -> subprocess.CompletedProcess[str]:
 
 
 def _run_parallel(commands: list[tuple[list[str], str]], note: str, job: Job) -> None:
-    workers = max(1, min(len(commands), int(os.environ.get("MAX_JOBS") or os.cpu_count() or 1)))
+    jobs = os.environ.get("MAX_JOBS", "")
+    limit = int(jobs) if jobs.isdigit() and int(jobs) > 0 else (os.cpu_count() or 1)
+    workers = max(1, min(len(commands), limit))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(lambda c: _run(c[0], job), commands))
     for (cmd, src), proc in zip(commands, results):
@@ -257,7 +259,7 @@ def _merge_objects(objects: list[str], tmp_out: str, out: str, note: str) -> Non
         # One object needs no partial link (which can rewrite section addresses).
         shutil.copyfile(objects[0], tmp_out)
         return
-    cmd = [shutil.which("ld") or "ld", "-r", "-o", tmp_out, *objects]
+    cmd = [toolchain.binutil("ld"), "-r", "-o", tmp_out, *objects]
     stats["compiler_runs"] += 1
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:

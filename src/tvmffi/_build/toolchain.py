@@ -61,6 +61,17 @@ def _cuda_home_nvcc() -> str | None:
     return None
 
 
+def binutil(name: str) -> str:
+    """A binutils program (``ld``, ``objcopy``): ``$LD``/``$OBJCOPY`` or a PATH search."""
+    override = os.environ.get(name.upper())
+    if override:
+        return override
+    found = shutil.which(name)
+    if found is None:
+        raise RuntimeError(f"{name} not found (install binutils or set ${name.upper()})")
+    return found
+
+
 def identity(tool: str) -> str:
     """What identifies a compiler in a cache key: its resolved path, size and mtime.
 

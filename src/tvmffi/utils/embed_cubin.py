@@ -13,7 +13,6 @@ Needs a C compiler (for its assembler) and binutils' ``ld`` and ``objcopy``.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import subprocess
@@ -24,17 +23,6 @@ from pathlib import Path
 __all__ = ["embed_cubin", "main"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def _tool(env: str, *names: str) -> str:
-    override = os.environ.get(env)
-    if override:
-        return override
-    for name in names:
-        found = shutil.which(name)
-        if found:
-            return found
-    raise RuntimeError(f"{names[0]} not found (looked for {', '.join(names)}; set ${env})")
 
 
 def _run(cmd: list[str], step: str, verbose: bool) -> None:
@@ -88,8 +76,11 @@ def embed_cubin(
         raise FileNotFoundError(f"input object file not found: {input_obj_path}")
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"CUBIN name must be a C identifier, got {name!r}")
-    cc = _tool("CC", "cc", "gcc", "clang")
-    ld, objcopy = _tool("LD", "ld"), _tool("OBJCOPY", "objcopy")
+    # The build system's tools ($CC, $LD, $OBJCOPY honoured), found in one place.
+    from .._build import toolchain
+
+    cc = toolchain.compiler("c")
+    ld, objcopy = toolchain.binutil("ld"), toolchain.binutil("objcopy")
     if verbose:
         print(f"embedding {cubin_path} ({cubin_path.stat().st_size} bytes) as {name!r} "
               f"into {input_obj_path} -> {output_obj_path}")
