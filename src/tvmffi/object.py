@@ -158,6 +158,24 @@ class TypeInfo:
     def parent_type_index(self) -> int | None:
         return self.ancestors[-1] if self.ancestors else None
 
+    @property
+    def type_ancestors(self) -> list[int]:
+        """Ancestor type indices, root first (the official name)."""
+        return list(self.ancestors)
+
+    @property
+    def parent_type_info(self) -> TypeInfo | None:
+        """TypeInfo of the parent type; ``None`` for a root."""
+        parent = self.parent_type_index
+        return None if parent is None else _type_info_by_index(parent)
+
+    @property
+    def type_cls(self) -> type | None:
+        """The Python class registered for the type (``Object`` for ``ffi.Object``)."""
+        if self.type_key == "ffi.Object":
+            return Object
+        return _REGISTERED.get(self.type_index)
+
 
 _TYPE_INFO_CACHE: dict[int, TypeInfo] = {}
 

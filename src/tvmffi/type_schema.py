@@ -20,6 +20,7 @@ __all__ = ["TypeSchema"]
 _ORIGIN_NAMES = {
     "ffi.String": "str",
     "ffi.Bytes": "bytes",
+    "ffi.BigInt": "int",  # a Python int beyond int64 (test_big_int)
     "ffi.Function": "Callable",
     "ffi.Object": "Object",
     "ffi.Tensor": "Tensor",
