@@ -61,6 +61,10 @@ static int element_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_ss
   if (Py_TYPE(item) == &TVMFFITensorViewType) {
     return tvmffi_tensor_to_kept_any(item, out, temps, argpos);
   }
+  if (Py_TYPE(item) == &TVMFFIRValueRefType) {
+    /* A container keeps its elements: a move can only go to the callee. */
+    return tvmffi_arg_error(PyExc_TypeError, argpos, "obj._move() cannot be a container element");
+  }
   return tvmffi_py_to_any(item, out, temps, argpos);
 }
 
@@ -360,6 +364,7 @@ typedef enum {
   K_BOOL_LIKE,
   K_TENSOR,
   K_CUDA_STREAM,
+  K_RVALUE, /* obj._move() */
   K_DLPACK_DTYPE,  /* __dlpack_data_type__() -> (code, bits, lanes) */
   K_DLPACK_DEVICE, /* __dlpack_device__() -> (type, index), without __dlpack__ */
   K_PROTOCOL, /* K_PROTOCOL + i for kProtocols[i] */
@@ -373,6 +378,7 @@ static int is_complex_type(PyTypeObject* tp) {
 
 static int classify(PyTypeObject* tp) {
   if (PyType_IsSubtype(tp, &TVMFFIObjectType)) return K_OBJECT;
+  if (tp == &TVMFFIRValueRefType) return K_RVALUE;
   /* Before the builtins (tvm_ffi.Shape is a tuple), the callable and the
    * DLPack routes: an official object converts by its handle. */
   switch (tvmffi_official_kind(tp)) {
@@ -601,6 +607,8 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
       return tvmffi_tensor_to_any(obj, out, temps, argpos);
     case K_CUDA_STREAM:
       return cuda_stream_to_any(obj, out, argpos);
+    case K_RVALUE:
+      return tvmffi_rvalue_to_any(obj, out, argpos);
     case K_DLPACK_DTYPE:
     case K_DLPACK_DEVICE:
       return dlpack_pair_protocol_to_any(obj, kind == K_DLPACK_DTYPE, out, argpos);
@@ -647,8 +655,9 @@ int tvmffi_py_to_owned_any(PyObject* obj, TVMFFIAny* out) {
   temps_init(&temps);
   int rc = tvmffi_py_to_any(obj, out, &temps, -1);
   /* Views of objects become owned by taking one more reference; the
-   * temporaries then drop theirs. */
+   * temporaries then drop theirs. A moved object (obj._move()) hands its own. */
   if (rc == 0 && out->type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectIncRef(out->v_obj);
+  if (rc == 0 && out->type_index == kTVMFFIObjectRValueRef) rc = tvmffi_take_rvalue(out, out);
   temps_release(&temps);
   return rc;
 }

@@ -41,7 +41,14 @@ static int invoke(PyObject* callable, const TVMFFIAny* args, int32_t nargs, TVMF
   int32_t converted = 0;
   PyObject* ret = NULL;
   for (; converted < nargs; ++converted) {
-    pyargs[converted] = tvmffi_any_to_py_borrowed(&args[converted]);
+    const TVMFFIAny* a = &args[converted];
+    if (a->type_index == kTVMFFIObjectRValueRef) {
+      /* Passed by move: the callback takes the reference. */
+      TVMFFIAny taken;
+      pyargs[converted] = tvmffi_take_rvalue(a, &taken) == 0 ? tvmffi_any_to_py_owned(&taken) : NULL;
+    } else {
+      pyargs[converted] = tvmffi_any_to_py_borrowed(a);
+    }
     if (pyargs[converted] == NULL) break;
   }
   if (converted == nargs) ret = PyObject_Vectorcall(callable, pyargs, (size_t)nargs, NULL);

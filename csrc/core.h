@@ -144,6 +144,18 @@ static inline int tvmffi_is_object(PyObject* o) {
          PyType_IsSubtype(tp, &TVMFFIObjectType);
 }
 
+/* ---- rvalue.c: obj._move() ---------------------------------------------------- */
+extern PyTypeObject TVMFFIRValueRefType;
+int tvmffi_rvalue_init(PyObject* module);
+PyObject* tvmffi_object_move(PyObject* self, PyObject* unused);
+PyObject* tvmffi_object_ctypes_handle(PyObject* self, PyObject* unused);
+/* An ObjectRValueRef argument: a view of kTVMFFIObjectRValueRef pointing at the
+ * wrapper's handle slot. */
+int tvmffi_rvalue_to_any(PyObject* ref, TVMFFIAny* out, Py_ssize_t argpos);
+/* Take the reference out of a kTVMFFIObjectRValueRef (its slot becomes NULL):
+ * *out is an owned object Any. */
+int tvmffi_take_rvalue(const TVMFFIAny* value, TVMFFIAny* out);
+
 /* ---- reflection.c: fields, methods, constructors, container cells ---------- */
 int tvmffi_reflection_init(PyObject* module);
 /* _init_handle(self, func, *args): self takes the object func(*args) returns. */

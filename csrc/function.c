@@ -42,6 +42,25 @@ static PyObject* same_object_arg(PyObject* const* args, const TVMFFIAny* packed,
   return NULL;
 }
 
+/* An object passed by move (obj._move()) that is also passed as a plain
+ * argument: the callee may take and drop the moved reference while the plain
+ * view still points at the object, so the call keeps one more reference. */
+static int keep_moved(const TVMFFIAny* packed, Py_ssize_t nargs, Py_ssize_t moved,
+                      TempList* temps) {
+  TVMFFIObjectHandle h = *(TVMFFIObjectHandle*)packed[moved].v_ptr;
+  for (Py_ssize_t j = 0; j < nargs; ++j) {
+    if (j != moved && packed[j].type_index >= kTVMFFIStaticObjectBegin && packed[j].v_obj == h) {
+      TVMFFIObjectIncRef(h);
+      if (temps_push(temps, h) != 0) {
+        TVMFFIObjectDecRef(h);
+        return -1;
+      }
+      return 0;
+    }
+  }
+  return 0;
+}
+
 static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call,
                            PyObject* const* args, Py_ssize_t nargs, int release_gil) {
   TVMFFIAny stack[STACK_ARGS];
@@ -55,6 +74,11 @@ static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call
   PyObject* res = NULL;
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     if (tvmffi_py_to_any(args[i], &packed[i], &temps, i) != 0) goto done;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    if (packed[i].type_index == kTVMFFIObjectRValueRef && keep_moved(packed, nargs, i, &temps)) {
+      goto done;
+    }
   }
   TVMFFIAny result;
   result.type_index = kTVMFFINone;

@@ -378,3 +378,39 @@ def test_function_subclass_starts_empty() -> None:
         j(1)
     with pytest.raises(TypeError):
         tvmffi.Function()
+
+
+# ---- moves (obj._move()) ---------------------------------------------------------------
+def test_move_hands_the_reference_to_a_callback() -> None:
+    use_count = tvmffi.get_global_func("testing.object_use_count")
+    seen: list[int] = []
+
+    def take(x: object) -> None:
+        seen.append(use_count(x))
+
+    f = tvmffi.convert(take)
+    x = tvmffi.convert([1, 2])
+    f(x)
+    assert seen == [2] and x.__ctypes_handle__().value is not None
+    f(x._move())
+    assert seen == [2, 1]  # moved: the callback held the only reference
+    assert x.__ctypes_handle__().value is None
+    with pytest.raises(ValueError, match="holds no FFI handle"):
+        f(x._move())
+
+
+def test_move_and_plain_view_of_one_object_in_one_call() -> None:
+    # The callee takes and drops the moved reference; the plain view stays valid.
+    f = tvmffi.convert(lambda moved, plain: len(plain))
+    x = tvmffi.convert([1, 2, 3])
+    assert f(x._move(), x) == 3
+    with pytest.raises(TypeError, match="container element"):
+        echo([tvmffi.convert([1])._move()])
+
+
+def test_callback_returning_a_move_hands_its_reference() -> None:
+    use_count = tvmffi.get_global_func("testing.object_use_count")
+    held = tvmffi.convert([7])
+    out = testing.apply(lambda: held._move())
+    assert held.__ctypes_handle__().value is None
+    assert list(out) == [7] and use_count(out) == 1
