@@ -457,3 +457,12 @@ def test_device_code_out_of_range_never_wraps(code):
         tvmffi.device(code, 0)
     with pytest.raises(ValueError):
         tvmffi.device("cpu", abs(code) if not isinstance(code, bool) else 2**40)
+
+
+def test_convert_keeps_dtypes():
+    import tvm_ffi
+
+    assert tvmffi.convert(tvmffi.bool) is tvmffi.bool  # not a String
+    out = tvmffi.convert(tvm_ffi.float32)  # the official binding's dtype becomes ours
+    assert type(out) is tvmffi.dtype and out == "float32"
+    assert type(tvmffi.convert("float32")) is not tvmffi.dtype  # a plain str stays a string

@@ -9,12 +9,13 @@ official binding's ``tvm_ffi.convert`` does.
 from __future__ import annotations
 
 import ctypes
+import sys
 from collections.abc import Callable
 from numbers import Number
 from typing import Any
 
 from . import _core
-from ._core import Function, Object
+from ._core import Function, Object, dtype
 from ._strings import Bytes, String
 from .object import ObjectConvertible
 
@@ -46,6 +47,11 @@ def convert(value: Any) -> Any:
     if isinstance(value, (Object, String, Bytes, bool, Number, ctypes.c_void_p)) or value is None:
         return value
     if isinstance(value, str):
+        if isinstance(value, dtype):
+            return value  # a DLDataType value already (dtype is a str subclass)
+        official = sys.modules.get("tvm_ffi._dtype")
+        if official is not None and isinstance(value, official.dtype):
+            return _core._convert(value)  # the official binding's dtype: ours
         return String(value)  # as the official binding: str subclasses keeping the FFI object
     if isinstance(value, (bytes, bytearray)):
         return Bytes(value)
