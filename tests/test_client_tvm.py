@@ -132,3 +132,20 @@ def test_tvm_tensor_view_in_callback_does_not_crash(native: Any) -> None:
     assert native.call_with_dltensor(tvm_ffi.convert(callback), data.ctypes.data, 4) == 0
     assert issubclass(seen[0], tvm_ffi.Tensor)
     assert seen[1] == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_tvm_primfunc_is_an_object_not_a_callback() -> None:
+    # A PrimFunc is callable in Python; it used to become a new Python-callback
+    # Function. It is the IR object itself, by handle, and comes back as one.
+    n = te.var("n")
+    a = te.placeholder((n,), name="A", dtype="float32")
+    b = te.compute((n,), lambda i: a[i] * 2.0, name="B")
+    prim_func = te.create_prim_func([a, b])
+    assert callable(prim_func)
+    ours = echo(prim_func)
+    assert not isinstance(ours, tvmffi.Function)
+    assert ours.type_key.endswith("PrimFunc")
+    assert ours.__chandle__() == prim_func.__chandle__()
+    back = tvm_ffi.get_global_func("testing.echo")(ours)
+    assert type(back) is type(prim_func)
+    assert back.same_as(prim_func)
