@@ -17,6 +17,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from typing import Any
@@ -505,6 +506,31 @@ def test_load_module_rejects_corrupt_library_bin(
         assert err.getvalue().startswith("error: cannot load module from")
     finally:
         os.chdir(cwd)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="dlinfo tells the file (Linux)")
+def test_bare_name_is_validated_too(builder: Builder) -> None:
+    # A bare name goes down the dynamic loader's search path (LD_LIBRARY_PATH is
+    # read at process start, hence a child process); the file it picks is checked.
+    cycle = blob(u64(3) + u64(0) + u64(1) + u64(2) + u64(2) + u64(1) + u64(0) + TWO_LIBS)
+    bad = library_with_bin(builder, "bare_cycle", cycle)
+    good = library_with_bin(builder, "bare_ok", blob(u64(2) + u64(0) + u64(0) + u64(0)
+                                                         + u64(4) + b"_lib"))
+    code = (
+        "import tvmffi\n"
+        "try:\n"
+        "    tvmffi.load_module('libbare_cycle.so')\n"
+        "except ValueError as err:\n"
+        "    print('refused:', err)\n"
+        "print('loaded:', tvmffi.load_module('libbare_ok.so').f() is None)\n"
+    )
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(bad))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"refused: cannot load module from {bad}: library bin: import cycle" in proc.stdout
+    assert "loaded: True" in proc.stdout
+    assert os.path.dirname(good) == os.path.dirname(bad)
 
 
 def test_load_module_accepts_a_valid_library_bin(builder: Builder) -> None:

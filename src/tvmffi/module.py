@@ -18,6 +18,7 @@ module), so a cached entry never dangles.
 from __future__ import annotations
 
 import os
+import sys
 from enum import IntEnum
 from os import PathLike
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -349,23 +350,74 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
 
     ``path`` is handed to the runtime as given, as the official binding does: a
     name without a ``/`` is looked up by the dynamic loader's search path, not
-    in the current directory. Raises ``FileNotFoundError`` for a missing file
-    (a path with a ``/``), ``ValueError`` for a file that is not a regular
-    file, not a loadable library, or one whose embedded module tree
-    (``__tvm_ffi__library_bin``) is malformed.
+    in the current directory (where the loader tells which file it picked, on
+    Linux, that file's embedded module tree is validated first). Raises
+    ``FileNotFoundError`` for a missing file (a path with a ``/``),
+    ``ValueError`` for a file that is not a regular file, not a loadable
+    library, or one whose embedded module tree (``__tvm_ffi__library_bin``)
+    is malformed.
     """
     file_name = os.fspath(path)
     if not isinstance(file_name, str):
         raise TypeError("load_module expects a str path")
     registered = None if keep_module_alive else _registration_count()
     if os.sep not in file_name:
-        mod = _load_with_runtime(file_name)  # the loader's search path decides
+        mod = _load_by_name(file_name)  # the loader's search path decides
     else:
         with _open_module_file(file_name) as source:
             mod = _load_module(source.name, source)
     if keep_module_alive or registered != _registration_count():
         _cached_global_func("ffi.ModuleGlobalsAdd")(mod)
     return mod
+
+
+def _load_by_name(name: str) -> Module:
+    """``load_module`` of a bare name: the dynamic loader's search path picks the file.
+
+    Where the loader can tell which file it picked (Linux: ``dlinfo``), that
+    file's embedded module tree is validated before the runtime reads it, as
+    for a path. The probe's handle is held until the runtime has loaded the
+    library, so the library's static initializers run once.
+    """
+    handle, picked = _dlopen_probe(name)
+    try:
+        if picked is not None:
+            with _open_file(picked) as source:
+                symbols = _elf_dynamic_symbols(picked, source)
+                if symbols is not None and _LIBRARY_BIN_SYMBOL in symbols:
+                    _check_library_bin(picked, source)
+        return _load_with_runtime(name)
+    finally:
+        if handle is not None:
+            import _ctypes
+
+            _ctypes.dlclose(handle)
+
+
+def _dlopen_probe(name: str) -> tuple[int | None, str | None]:
+    """(dlopen handle, file the loader picked for ``name``); Nones where it cannot tell."""
+    if not sys.platform.startswith("linux"):
+        return None, None
+    import ctypes  # the load path only, never a call path
+
+    try:
+        handle: int = ctypes.CDLL(name, mode=os.RTLD_LAZY | os.RTLD_LOCAL)._handle
+    except OSError:  # not found here: the runtime reports it
+        return None, None
+
+    class _LinkMap(ctypes.Structure):
+        _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
+
+    link_map = ctypes.POINTER(_LinkMap)()
+    rtld_di_linkmap = 2
+    try:
+        dlinfo = ctypes.CDLL(None).dlinfo
+    except AttributeError:
+        return handle, None
+    if dlinfo(ctypes.c_void_p(handle), rtld_di_linkmap, ctypes.byref(link_map)) != 0:
+        return handle, None
+    picked = link_map.contents.l_name
+    return handle, os.fsdecode(picked) if picked else None
 
 
 def _registration_count() -> tuple[int, int]:
