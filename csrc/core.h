@@ -144,6 +144,9 @@ static inline int tvmffi_is_object(PyObject* o) {
          PyType_IsSubtype(tp, &TVMFFIObjectType);
 }
 
+/* ---- py_class.c: FFI types defined in Python ---------------------------------- */
+int tvmffi_py_class_init(PyObject* module);
+
 /* ---- rvalue.c: obj._move() ---------------------------------------------------- */
 extern PyTypeObject TVMFFIRValueRefType;
 int tvmffi_rvalue_init(PyObject* module);

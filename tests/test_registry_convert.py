@@ -414,3 +414,54 @@ def test_callback_returning_a_move_hands_its_reference() -> None:
     out = testing.apply(lambda: held._move())
     assert held.__ctypes_handle__().value is None
     assert list(out) == [7] and use_count(out) == 1
+
+
+# ---- py_class / method -----------------------------------------------------------------
+def test_py_class_fields_methods_and_lifetime(unique_name: str) -> None:
+    import gc
+    import weakref
+
+    from tvmffi.dataclasses import py_class
+
+    @py_class(unique_name + ".Node")
+    class Node(tvmffi.Object):
+        x: int
+        payload: object
+
+        @tvmffi.method
+        def label(self) -> str:
+            return f"N({self.x})"
+
+        @tvmffi.method
+        @staticmethod
+        def make() -> int:
+            return 42
+
+    class Held:
+        pass
+
+    held = Held()
+    ref = weakref.ref(held)
+    n = Node(7, held)
+    assert n.x == 7 and n.payload is held
+    n.x = "text beyond the small-string size"
+    assert n.x == "text beyond the small-string size"
+    info = Node.__tvm_ffi_type_info__  # type: ignore[attr-defined]
+    methods = {m.name: m for m in info.methods}
+    assert methods["make"].is_static and methods["make"].func() == 42
+    n.x = 3
+    assert methods["label"].func(n) == "N(3)"
+    back = echo(n)
+    assert isinstance(back, Node) and back.x == 3
+    with pytest.raises(TypeError, match="missing"):
+        Node(x=1)
+    del n, back, held
+    gc.collect()
+    assert ref() is None  # the object's field released the Python payload
+
+
+def test_method_rejects_classmethod_and_non_callables() -> None:
+    with pytest.raises(TypeError, match="classmethod"):
+        tvmffi.method(classmethod(lambda cls: 0))
+    with pytest.raises(TypeError, match="expected a callable"):
+        tvmffi.method(42)

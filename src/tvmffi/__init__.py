@@ -7,10 +7,11 @@ from . import _lib  # must load libtvm_ffi before the extension is imported
 
 # isort: on
 # ---- registry, conversion, errors, support modules (official names; w13c) -------
-from . import _core, core, libinfo, registry, utils
+from . import _core, core, dataclasses, libinfo, registry, utils
 from ._convert import convert, convert_func
 from ._core import Object
 from .container import Array, Dict, List, Map, Shape
+from .dataclasses import method
 from .device import Device, cpu, cuda, metal, opencl, rocm, vulkan
 from .error import Error, register_error
 from .function import Function, to_function
@@ -134,6 +135,7 @@ __all__ = [
     "cpu",
     "cuda",
     "current_stream",
+    "dataclasses",
     "from_dlpack",
     "get_fields",
     "get_global_func",
@@ -146,6 +148,7 @@ __all__ = [
     "list_global_func_names",
     "load_module",
     "metal",
+    "method",
     "opencl",
     "register_error",
     "register_global_func",
