@@ -93,6 +93,24 @@ static int same_dlpack_as_ndarray(PyTypeObject* tp) {
   return same;
 }
 
+/* torch < 2.10 has no DLPack C exchange API of its own; the torch-c-dlpack-ext
+ * package adds one to torch.Tensor when imported (and does nothing on a torch
+ * that has it). Tried once, when a torch tensor without the API is first
+ * met; a failed import leaves torch on the Python protocol. An API that
+ * appears later (the package or tvm_ffi imported afterwards) is still found:
+ * setting the attribute changes the type's version tag, so its entry is
+ * decided again. */
+static void load_torch_exchange_api(void) {
+  static int tried;
+  if (tried) return;
+  tried = 1;
+  PyObject* mod = PyImport_ImportModule("torch_c_dlpack_ext");
+  if (mod == NULL) {
+    PyErr_Clear(); /* not installed, or no build for this torch */
+  }
+  Py_XDECREF(mod);
+}
+
 /* ---- the route of each Python type ---------------------------------------------- */
 #define TYPE_CACHE_SIZE 32
 static TypeEntry g_type_cache[TYPE_CACHE_SIZE];
@@ -111,6 +129,9 @@ const TypeEntry* type_entry(PyTypeObject* tp) {
     fresh.kind = TK_OFFICIAL;
   } else if ((fresh.api = lookup_exchange_api(tp)) != NULL) {
     fresh.kind = TK_EXCHANGE;
+  } else if (fresh.is_torch) {
+    load_torch_exchange_api();
+    if ((fresh.api = lookup_exchange_api(tp)) != NULL) fresh.kind = TK_EXCHANGE;
   }
   fresh.tag = tvmffi_type_version_tag(tp); /* after the lookups above */
   Py_INCREF(tp);

@@ -121,7 +121,19 @@ def test_allocator_from_a_returned_container(alloc_mod: tvmffi.Module) -> None:
 # ---- lazy conjugate / negative bits (issue 12 item 12) ------------------------------
 def _lazy_tensors() -> list[tuple[object, str]]:
     z = torch.tensor([1 + 2j, 3 + 4j])
-    return [(z.conj(), "conjugate"), (z.conj().imag, "negative")]
+    w = (torch.arange(12.0) + 1j).to(torch.complex64).reshape(3, 4)
+    n = w.conj().imag
+    return [
+        (z.conj(), "conjugate"),
+        (w.conj().t(), "conjugate"),
+        (z.conj().imag, "negative"),
+        # views of a negative-bit tensor keep the bit, also without a _base
+        (n.detach(), "negative"),
+        (n.t(), "negative"),
+        (n[:, :1], "negative"),
+        (n[1, 2], "negative"),
+        (n.unsqueeze(0), "negative"),
+    ]
 
 
 @pytest.mark.parametrize("route", ["call", "from_dlpack", "view"])
@@ -137,7 +149,8 @@ def test_lazy_bits_are_refused(route: str) -> None:
 
 
 def test_resolved_lazy_tensors_pass_with_their_values() -> None:
-    c, n = _lazy_tensors()[0][0], _lazy_tensors()[1][0]
+    z = torch.tensor([1 + 2j, 3 + 4j])
+    c, n = z.conj(), z.conj().imag
     rc = np.from_dlpack(tvmffi.from_dlpack(c.resolve_conj()))  # type: ignore[attr-defined]
     assert rc.tolist() == [1 - 2j, 3 - 4j]
     rn = np.from_dlpack(tvmffi.from_dlpack(n.resolve_neg()))  # type: ignore[attr-defined]
@@ -177,3 +190,21 @@ def test_from_dlpack_arguments() -> None:
         tvmffi.from_dlpack(a[::2], require_contiguous=True)
     with pytest.raises(TypeError, match="DLPack producer"):
         tvmffi.from_dlpack(object())
+
+
+# ---- the exchange API found when it appears (torch < 2.10, torch-c-dlpack-ext) -----
+def test_exchange_api_noticed_when_it_appears() -> None:
+    # A torch class without the API (as torch < 2.10 is) takes the Python
+    # protocol and gets tvmffi Tensors back; once the API appears on the class
+    # (as torch-c-dlpack-ext or tvm_ffi install it) calls use it: no
+    # permanent per-type decision.
+    class Late(torch.Tensor):
+        __dlpack_c_exchange_api__ = None
+
+    x = torch.arange(4.0).as_subclass(Late)
+    assert type(T.echo(x)) is tvmffi.Tensor
+    # the first torch tensor without the API tried torch-c-dlpack-ext (a no-op here)
+    assert "torch_c_dlpack_ext" in sys.modules
+    del Late.__dlpack_c_exchange_api__  # torch.Tensor's own API now applies
+    assert T.echo(x) is x
+    assert isinstance(T.make_array_with_tensor(x)[0], torch.Tensor)
