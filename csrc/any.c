@@ -348,6 +348,7 @@ typedef enum {
   K_STRING,
   K_BYTES,
   K_BYTES_OBJ,
+  K_SHAPE,
   K_BYTEARRAY,
   K_DEVICE,
   K_DTYPE,
@@ -402,6 +403,7 @@ static int classify(PyTypeObject* tp) {
   if (PyType_IsSubtype(tp, &PyBytes_Type)) return K_BYTES;
   if (PyType_IsSubtype(tp, &PyByteArray_Type)) return K_BYTEARRAY;
   if (PyType_IsSubtype(tp, &TVMFFIDeviceType)) return K_DEVICE;
+  if (tvmffi_is_shape_class(tp)) return K_SHAPE;
   if (PyType_IsSubtype(tp, &PyList_Type) || PyType_IsSubtype(tp, &PyTuple_Type)) {
     return K_SEQUENCE;
   }
@@ -559,6 +561,8 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
       return tvmffi_string_to_any(obj, out, temps);
     case K_BYTES_OBJ:
       return tvmffi_bytes_obj_to_any(obj, out, temps);
+    case K_SHAPE:
+      return tvmffi_shape_obj_to_any(obj, out);
     case K_BYTES:
       return tvmffi_bytes_to_any(PyBytes_AS_STRING(obj), PyBytes_GET_SIZE(obj), out, temps);
     case K_BYTEARRAY:
@@ -688,6 +692,8 @@ static PyObject* object_payload_to_py(TVMFFIAny* value) {
       return tvmffi_string_from_owned(h);
     case kTVMFFIBytes:
       return tvmffi_bytes_from_owned(h);
+    case kTVMFFIShape:
+      return tvmffi_shape_from_owned(h);
     case kTVMFFIBigInt:
       res = tvmffi_bigint_to_py(value);
       break;

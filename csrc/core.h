@@ -103,6 +103,11 @@ int tvmffi_string_to_any(PyObject* s, TVMFFIAny* out, TempList* temps);
 int tvmffi_bytes_obj_to_any(PyObject* b, TVMFFIAny* out, TempList* temps);
 int tvmffi_is_bytes_class(PyTypeObject* tp);
 PyObject* tvmffi_set_bytes_class(PyObject* self, PyObject* cls);
+/* Shape (a tuple subclass set by _set_shape_class) keeping its ffi.Shape. */
+PyObject* tvmffi_set_shape_class(PyObject* self, PyObject* cls);
+int tvmffi_is_shape_class(PyTypeObject* tp);
+PyObject* tvmffi_shape_from_owned(TVMFFIObjectHandle h);
+int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out);
 
 /* ---- object.c -------------------------------------------------------------- */
 typedef struct {

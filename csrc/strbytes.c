@@ -265,6 +265,70 @@ int tvmffi_bytes_obj_to_any(PyObject* b, TVMFFIAny* out, TempList* temps) {
   return tvmffi_bytes_to_any(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), out, temps);
 }
 
+/* ---- Shape: a tuple keeping its ffi.Shape (tvmffi/container.py), as officially ---- */
+static PyObject* g_shape_class;
+
+PyObject* tvmffi_set_shape_class(PyObject* self, PyObject* cls) {
+  (void)self;
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &PyTuple_Type)) {
+    PyErr_SetString(PyExc_TypeError, "_set_shape_class expects a tuple subclass");
+    return NULL;
+  }
+  Py_XSETREF(g_shape_class, Py_NewRef(cls));
+  Py_RETURN_NONE;
+}
+
+int tvmffi_is_shape_class(PyTypeObject* tp) {
+  return g_shape_class != NULL && PyType_IsSubtype(tp, (PyTypeObject*)g_shape_class);
+}
+
+/* The Shape's dims as a tuple, its class built around it, and the handle kept
+ * as a plain Object (not the Shape class: that would recurse) in its __dict__. */
+PyObject* tvmffi_shape_from_owned(TVMFFIObjectHandle h) {
+  if (g_shape_class == NULL) return tvmffi_object_new_of(&TVMFFIObjectType, h);
+  const TVMFFIShapeCell* c = (const TVMFFIShapeCell*)tvmffi_cell(h);
+  PyObject* dims = PyTuple_New((Py_ssize_t)c->size);
+  for (size_t i = 0; dims != NULL && i < c->size; ++i) {
+    PyObject* v = PyLong_FromLongLong(c->data[i]);
+    if (v == NULL) Py_CLEAR(dims);
+    else PyTuple_SET_ITEM(dims, (Py_ssize_t)i, v);
+  }
+  /* tuple.__new__(cls, dims): Shape.__new__ itself calls ffi.Shape, which comes here. */
+  PyObject* args = dims == NULL ? NULL : PyTuple_Pack(1, dims);
+  Py_XDECREF(dims);
+  PyObject* shape = args == NULL ? NULL : PyTuple_Type.tp_new((PyTypeObject*)g_shape_class, args, NULL);
+  Py_XDECREF(args);
+  if (shape == NULL) {
+    TVMFFIObjectDecRef(h);
+    return NULL;
+  }
+  PyObject* obj = tvmffi_object_new_of(&TVMFFIObjectType, h); /* takes h */
+  if (obj == NULL || PyObject_SetAttrString(shape, "_tvm_ffi_cached_object", obj) != 0) {
+    Py_XDECREF(obj);
+    Py_DECREF(shape);
+    return NULL;
+  }
+  Py_DECREF(obj);
+  return shape;
+}
+
+int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out) {
+  PyObject* cached = PyObject_GetAttrString(shape, "_tvm_ffi_cached_object");
+  if (cached == NULL) return -1;
+  int ok = tvmffi_is_object(cached) && ((TVMFFIPyObject*)cached)->handle != NULL;
+  if (ok) {
+    /* Kept alive by `shape`'s __dict__ for the call. */
+    TVMFFIObjectHandle h = ((TVMFFIPyObject*)cached)->handle;
+    out->type_index = tvmffi_type_index_of(h);
+    out->zero_padding = 0;
+    out->v_obj = (TVMFFIObject*)h;
+  } else {
+    PyErr_SetString(PyExc_TypeError, "Shape holds no ffi.Shape object");
+  }
+  Py_DECREF(cached);
+  return ok ? 0 : -1;
+}
+
 int tvmffi_strbytes_init_types(PyObject* module) {
   TVMFFIStringType.tp_base = &PyUnicode_Type;
   if (PyType_Ready(&TVMFFIStringType) < 0) return -1;

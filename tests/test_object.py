@@ -453,11 +453,16 @@ def test_list_and_dict() -> None:
 
 
 def test_shape() -> None:
+    # As officially, a Shape is a tuple keeping its ffi.Shape object.
     s = Shape([2, 3, 4])
-    assert len(s) == 3 and s[0] == 2 and s[-1] == 4 and s[1:] == (3, 4)
+    assert isinstance(s, tuple) and len(s) == 3 and s[0] == 2 and s[-1] == 4 and s[1:] == (3, 4)
     assert s == (2, 3, 4) and list(s) == [2, 3, 4]
-    assert s.type_index == 69
-    assert isinstance(T.echo(s), Shape)
+    assert s._tvm_ffi_cached_object.type_index == 69
+    back = T.echo(s)
+    assert isinstance(back, Shape) and back._tvm_ffi_cached_object.same_as(s._tvm_ffi_cached_object)
+    assert tvmffi.convert(s) is s and isinstance(T.echo([s])[0], Shape)
+    with pytest.raises(ValueError):
+        Shape(["a"])
 
 
 def test_bad_container_input() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from . import _core
 from ._core import Function, Object, dtype
 from ._strings import Bytes, String
+from .container import Shape
 from .object import ObjectConvertible
 
 __all__ = ["convert", "convert_func"]
@@ -44,7 +45,8 @@ def convert(value: Any) -> Any:
     ``ctypes.c_void_p`` come back as they are; any other Python object
     becomes an opaque FFI object holding it.
     """
-    if isinstance(value, (Object, String, Bytes, bool, Number, ctypes.c_void_p)) or value is None:
+    native = (Object, String, Bytes, Shape, bool, Number, ctypes.c_void_p)
+    if isinstance(value, native) or value is None:
         return value
     if isinstance(value, str):
         if isinstance(value, dtype):

@@ -404,49 +404,37 @@ class Dict(_MapBase, MutableMapping[Any, Any]):
             self[k] = v
 
 
-class Shape(Object, Sequence[Any]):
-    """Immutable FFI shape (``ffi.Shape``): a tuple of ints."""
+class Shape(tuple):  # type: ignore[type-arg]
+    """Shape (``ffi.Shape``): a ``tuple`` of ints that keeps its FFI object, as officially.
 
-    __slots__ = ()
+    ``Shape((2, 3))`` makes the FFI object at once; ``ffi.Shape`` results come back as
+    ``Shape``; passing one to a call passes its object (``_tvm_ffi_cached_object``).
+    """
 
-    def __init__(self, dims: Iterable[int] = ()) -> None:
-        _init_handle(self, _g("ffi.Shape"), *[int(d) for d in dims])
+    _tvm_ffi_cached_object: Any
 
-    def _tuple(self) -> tuple[int, ...]:
-        return _core._shape_tuple(self)
+    def __new__(cls, content: Iterable[int] = ()) -> Shape:
+        """A Shape of the ints in ``content``; ``ValueError`` for anything else."""
+        dims = tuple(content)
+        if not all(isinstance(d, int) for d in dims):
+            raise ValueError("Shape must be a tuple of integers")
+        made = _g("ffi.Shape")(*dims)  # comes back as a Shape holding its object
+        if type(made) is cls:
+            return made
+        self = super().__new__(cls, dims)
+        self._tvm_ffi_cached_object = made._tvm_ffi_cached_object
+        return self
 
-    def __len__(self) -> int:
-        return len(self._tuple())
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (tuple(self),))
 
-    def __getitem__(self, i: Any) -> Any:
-        return self._tuple()[i]
 
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._tuple())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Shape):
-            return self._tuple() == other._tuple()
-        if isinstance(other, (tuple, list)):
-            return self._tuple() == tuple(other)
-        if isinstance(other, Object):
-            return False
-        return NotImplemented
-
-    __ne__ = _ne
-
-    def __hash__(self) -> int:
-        return hash(self._tuple())
-
-    def __repr__(self) -> str:
-        return f"Shape({self._tuple()!r})"
-
+_core._set_shape_class(Shape)
 
 for _cls, _key in (
     (Array, "ffi.Array"),
     (List, "ffi.List"),
     (Map, "ffi.Map"),
     (Dict, "ffi.Dict"),
-    (Shape, "ffi.Shape"),
 ):
     _register_class(_cls, _key, install=False)
