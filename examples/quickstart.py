@@ -56,6 +56,18 @@ except TypeError as err:
     ffi_error = err.__tvm_ffi_error__  # type: ignore[attr-defined]
     print(f"__tvm_ffi_error__: kind={ffi_error.kind!r} message={ffi_error.message!r}")
 
+# Objects and containers, with the official binding's classes and semantics.
+pair = testing.TestIntPair(1, 2)  # a registered class: fields, methods, __ffi_init__
+print(f"{pair!r}: a + b = {pair.sum()}, same handle back: {echo(pair).is_(pair)}")
+arr = tvmffi.Array([1, "two", [3.0]])
+print(f"{arr!r}: arr[1:] is a list {arr[1:]!r}; arr + [4] -> {arr.__add__([4])!r}")
+print(f"structural ==: {arr == tvmffi.Array([1, 'two', [3.0]])}, hashable: {hash(arr) != 0}")
+d = tvmffi.Dict({"a": 1})
+d["b"] = 2
+print(f"{d!r}: pop('a') -> {d.pop('a')}, get('zz', 0) -> {d.get('zz', 0)}")
+long_text = echo("a string longer than seven bytes")
+print(f"heap strings come back as {type(long_text).__name__} keeping their FFI object")
+
 # Explicit conversion, and the registry's metadata (type schemas of C++ functions).
 print(f"convert([1, 2, 3]) -> {tvmffi.convert([1, 2, 3])!r}")
 meta = tvmffi.get_global_func_metadata("testing.schema_id_int")
