@@ -123,8 +123,19 @@ PyObject* tvmffi_raise_ffi_error(void) {
 
 /* (kind, message, backtrace) for the exception; falls back to a generic
  * description if the hook itself fails. */
+/* The native stack where the exception enters the FFI (the C++ callers of a
+ * callback), taken here in C: from inside the Python hook the runtime's
+ * backtrace would stop at the interpreter's frames. */
+static PyObject* native_backtrace(void) {
+  const TVMFFIByteArray* bt = TVMFFIBacktrace(NULL, 0, NULL, 0);
+  return bt != NULL ? text(bt) : PyUnicode_FromString("");
+}
+
 static PyObject* describe(PyObject* exc) {
-  PyObject* parts = g_to_ffi ? PyObject_CallOneArg(g_to_ffi, exc) : NULL;
+  PyObject* native = g_to_ffi ? native_backtrace() : NULL;
+  PyObject* parts =
+      native != NULL ? PyObject_CallFunctionObjArgs(g_to_ffi, exc, native, NULL) : NULL;
+  Py_XDECREF(native);
   if (parts != NULL && PyTuple_Check(parts) && PyTuple_GET_SIZE(parts) == 3) return parts;
   Py_XDECREF(parts);
   PyErr_Clear();

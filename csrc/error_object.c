@@ -94,15 +94,6 @@ static PyObject* py_error_update_backtrace(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
-/* _c_backtrace() -> the runtime's backtrace of the current native stack. */
-static PyObject* py_c_backtrace(PyObject* self, PyObject* unused) {
-  (void)self;
-  (void)unused;
-  const TVMFFIByteArray* bt = TVMFFIBacktrace(NULL, 0, NULL, 0);
-  if (bt == NULL) return PyUnicode_FromString("");
-  return tvmffi_bytearray_to_str(bt);
-}
-
 static PyMethodDef error_object_methods[] = {
     {"_error_init", (PyCFunction)(void (*)(void))py_error_init, METH_FASTCALL,
      "_error_init(self, kind, message, backtrace)"},
@@ -110,7 +101,6 @@ static PyMethodDef error_object_methods[] = {
     {"_error_extra_context", py_error_extra_context, METH_O, "extra_context of an ffi.Error"},
     {"_error_update_backtrace", py_error_update_backtrace, METH_VARARGS,
      "_error_update_backtrace(err, backtrace)"},
-    {"_c_backtrace", py_c_backtrace, METH_NOARGS, "Backtrace of the current native stack."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -465,3 +465,25 @@ def test_method_rejects_classmethod_and_non_callables() -> None:
         tvmffi.method(classmethod(lambda cls: 0))
     with pytest.raises(TypeError, match="expected a callable"):
         tvmffi.method(42)
+
+
+def test_nested_error_backtrace_keeps_each_frame_once() -> None:
+    fapply = tvmffi.convert(lambda f, *args: f(*args))
+    recorded = []
+
+    def raise_error() -> None:
+        try:
+            fapply(testing.test_raise_error, "ValueError", "error XYZ")
+        except ValueError as e:
+            recorded.append(e.__tvm_ffi_error__)  # type: ignore[attr-defined]
+            raise
+
+    with pytest.raises(ValueError) as info:
+        testing.apply(raise_error)
+    ffi_error = info.value.__tvm_ffi_error__  # type: ignore[attr-defined]
+    assert ffi_error.same_as(recorded[0])
+    bt = ffi_error.backtrace
+    assert bt.count("TestRaiseError") == 1 and bt.count("<lambda>") == 1
+    # The native caller of the callback is in it, outside the Python frames.
+    assert bt.count("TestApply") == 1
+    assert bt.find("TestRaiseError") < bt.find("<lambda>") < bt.find("TestApply")

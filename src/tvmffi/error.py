@@ -166,6 +166,10 @@ def _backtrace_note(backtrace: str) -> str | None:
     return "FFI backtrace (most recent call last):\n" + "\n".join(reversed(lines))
 
 
+# The FFI backtrace an exception was made with, before Python frames were added.
+_BASE_BACKTRACE = "_tvmffi_ffi_backtrace"
+
+
 def _from_ffi(error: ErrorObject, carried: BaseException | None) -> BaseException:
     """The Python exception for an FFI error object (called from C).
 
@@ -183,6 +187,7 @@ def _from_ffi(error: ErrorObject, carried: BaseException | None) -> BaseExceptio
     if isinstance(exc, Error):
         exc.kind = kind
     exc.__tvm_ffi_error__ = error  # type: ignore[attr-defined]
+    setattr(exc, _BASE_BACKTRACE, backtrace)
     note = _backtrace_note(backtrace)
     if note is not None:
         _add_note(exc, note)
@@ -240,18 +245,19 @@ def _format_backtrace(tb: TracebackType | None) -> str:
     )
 
 
-def _to_ffi(exc: BaseException) -> tuple[str, str, str]:
+def _to_ffi(exc: BaseException, native: str = "") -> tuple[str, str, str]:
     """Describe a Python exception as (kind, message, backtrace) (called from C).
 
     The backtrace is, innermost first, that of the FFI error the exception came
-    from (``__tvm_ffi_error__``), the exception's Python traceback and the
-    native stack where it enters the FFI.
+    from (as it was then), the exception's whole Python traceback and
+    ``native``, the native stack where it enters the FFI (taken by the caller).
+    Recomputing it from those parts at every crossing keeps each frame once.
     """
     ffi_error = getattr(exc, "__tvm_ffi_error__", None)
-    backtrace = _format_backtrace(exc.__traceback__) + _core._c_backtrace()
+    backtrace = _format_backtrace(exc.__traceback__) + native
     if isinstance(ffi_error, ErrorObject):
-        kind, message, earlier = _core._error_fields(ffi_error)
-        backtrace = earlier + backtrace
+        kind, message, current = _core._error_fields(ffi_error)
+        backtrace = getattr(exc, _BASE_BACKTRACE, current) + backtrace
         ffi_error.update_backtrace(backtrace)
         return kind, message, backtrace
     # KeyError's str() is the repr of its key; the FFI message is the key text.
