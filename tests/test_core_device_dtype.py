@@ -466,3 +466,14 @@ def test_convert_keeps_dtypes():
     out = tvmffi.convert(tvm_ffi.float32)  # the official binding's dtype becomes ours
     assert type(out) is tvmffi.dtype and out == "float32"
     assert type(tvmffi.convert("float32")) is not tvmffi.dtype  # a plain str stays a string
+
+
+def test_core_module_names():
+    # tvm_ffi.core's device/tensor/stream names (used by packages built on the official binding).
+    import tvmffi.core as core
+
+    assert core.DLDeviceType is tvmffi.DLDeviceType and core.Device is tvmffi.Device
+    assert core.Tensor is tvmffi.Tensor and core.from_dlpack is tvmffi.from_dlpack
+    with tvmffi.use_raw_stream(tvmffi.cuda(0), 7):
+        assert core._env_get_current_stream(2, 0) == 7
+    assert core._env_get_current_stream(2, 0) == 0

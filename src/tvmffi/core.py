@@ -9,6 +9,7 @@ tvmffi's implementation of it, re-exported; blocks are grouped by area.
 from __future__ import annotations
 
 # ---- functions, registry, errors, conversion (w13c) -------------------------
+from . import _core
 from ._core import _OPAQUE_PTR_HANDLERS, Function, Object
 from .dtype import dtype as DataType
 from .error import ErrorObject as Error
@@ -27,10 +28,22 @@ from .object import (
     _type_cls_to_type_info,
 )
 
+# isort: split
+# ---- devices, dtypes, tensors, streams (w13a) -------------------------------------
+from .device import DLDeviceType
+from .tensor import Tensor, from_dlpack
+
+
+def _env_get_current_stream(device_type: int, device_id: int) -> int:
+    """Return the environment stream of device ``(device_type, device_id)`` (0 when none)."""
+    return int(_core.current_stream(device_type, device_id))
+
+
 __all__ = [
     "MISSING",
     "_OPAQUE_PTR_HANDLERS",
     "Bytes",
+    "DLDeviceType",
     "DataType",
     "Device",
     "Error",
@@ -39,8 +52,11 @@ __all__ = [
     "ObjectConvertible",
     "OpaquePyObject",
     "String",
+    "Tensor",
     "TypeInfo",
     "TypeSchema",
+    "_env_get_current_stream",
     "_lookup_type_attr",
     "_type_cls_to_type_info",
+    "from_dlpack",
 ]
