@@ -46,12 +46,17 @@ static PyTypeObject* official_class(PyObject* core, const char* name) {
 
 /* The handle field sits right after the object header when CObject adds one
  * pointer and nothing else; confirm it on a live official object (a global
- * function) against its public __chandle__(). */
-static void check_handle_layout(PyObject* tvm_ffi) {
+ * function) against its public __chandle__(). Returns 0 when no official
+ * object could be made yet (tvm_ffi still importing): ask again later. */
+static int check_handle_layout(PyObject* tvm_ffi) {
   PyTypeObject* co = g_official.cobject;
-  if (co->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + sizeof(void*))) return;
+  if (co->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + sizeof(void*))) return 1;
   PyObject* f = PyObject_CallMethod(tvm_ffi, "get_global_func", "s", "ffi.String");
-  PyObject* h = f != NULL ? PyObject_CallMethod(f, "__chandle__", NULL) : NULL;
+  if (f == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  PyObject* h = PyObject_CallMethod(f, "__chandle__", NULL);
   void* expected = h != NULL ? PyLong_AsVoidPtr(h) : NULL;
   if (expected != NULL && PyObject_TypeCheck(f, co) &&
       *(void**)((char*)f + sizeof(PyObject)) == expected) {
@@ -63,8 +68,9 @@ static void check_handle_layout(PyObject* tvm_ffi) {
     }
   }
   Py_XDECREF(h);
-  Py_XDECREF(f);
+  Py_DECREF(f);
   PyErr_Clear();
+  return 1;
 }
 
 /* Resolve the official classes once tvm_ffi is imported. Until then no
@@ -79,13 +85,14 @@ static void resolve_official(void) {
     PyErr_Clear();
     return;
   }
-  g_official.resolved = 1;
-  g_official.cobject = official_class(core, "CObject");
-  g_official.tensor = official_class(core, "Tensor");
-  g_official.native = official_class(core, "PyNativeObject");
+  Py_XSETREF(g_official.cobject, official_class(core, "CObject"));
+  Py_XSETREF(g_official.tensor, official_class(core, "Tensor"));
+  Py_XSETREF(g_official.native, official_class(core, "PyNativeObject"));
   Py_DECREF(core);
+  /* Until the layout check has run, handles are read through __chandle__(). */
   PyObject* tvm_ffi = PyImport_ImportModule("tvm_ffi"); /* imported: its core is */
-  if (tvm_ffi != NULL && g_official.cobject != NULL) check_handle_layout(tvm_ffi);
+  g_official.resolved = g_official.cobject == NULL ||
+                        (tvm_ffi != NULL && check_handle_layout(tvm_ffi));
   Py_XDECREF(tvm_ffi);
   PyErr_Clear();
 }
