@@ -58,7 +58,8 @@ def undefined_symbols_hint(names: tuple[str, ...], objects: list[str]) -> str:
     """Lines saying, for each undefined symbol, its likely cause and fix."""
     defined = _defined_mangled(objects) if objects else set()
     lines = [f"undefined symbol{'s' if len(names) > 1 else ''}: {', '.join(names)} "
-             "(the library would fail to load or crash on its first call)"]
+             "(the library would fail to load or crash on its first call; a symbol that the "
+             "loading process provides may be left to load time with -Wl,-z,undefs)"]
     for name in names:
         mangled = sorted(s for s in defined if s.startswith(f"_Z{len(name)}{name}"))
         if mangled:

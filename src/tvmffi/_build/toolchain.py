@@ -16,6 +16,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 
 from .. import _lib, libinfo
 
@@ -160,7 +161,9 @@ def compile_flags(lang: str) -> list[str]:
 def link_flags(with_cuda: bool) -> list[str]:
     """Default flags of the link step: shared, every symbol defined, the runtime linked."""
     libdir = lib_dir()
-    flags = ["-shared", "-Wl,-z,defs", f"-L{libdir}", "-ltvm_ffi", f"-Wl,-rpath,{libdir}"]
+    flags = ["-shared", f"-L{libdir}", "-ltvm_ffi", f"-Wl,-rpath,{libdir}"]
+    if sys.platform.startswith("linux"):  # GNU ld / lld / gold; Apple's ld has no -z defs
+        flags.insert(1, "-Wl,-z,defs")
     if with_cuda:
         cuda_lib = os.path.join(cuda_home(), "lib64")
         flags += [f"-L{cuda_lib}", "-lcudart", f"-Wl,-rpath,{cuda_lib}"]
