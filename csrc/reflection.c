@@ -526,6 +526,117 @@ static PyObject* py_seq_getitem(PyObject* m, PyObject* const* args, Py_ssize_t n
   return tvmffi_any_to_py_framework(&owned, api);
 }
 
+/* Call a function handle with AnyView arguments; the result is owned. */
+static int call_handle(TVMFFIObjectHandle f, TVMFFIAny* args, int32_t nargs, TVMFFIAny* out) {
+  out->type_index = kTVMFFINone;
+  out->zero_padding = 0;
+  out->v_int64 = 0;
+  if (TVMFFIFunctionCall(f, args, nargs, out) != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  return 0;
+}
+
+static void set_int_arg(TVMFFIAny* a, int64_t v) {
+  a->type_index = kTVMFFIInt;
+  a->zero_padding = 0;
+  a->v_int64 = v;
+}
+
+/* Walk a Map/Dict with the runtime's iterator functor (functor(0) key,
+ * functor(1) value, functor(2) advance), collecting owned values: per entry
+ * the key (what 0), the value (1) or both (3). No Python code runs from the
+ * size query to the last step (conversion comes after), so no other Python
+ * thread can mutate the map under the iterator: the result is a consistent
+ * snapshot, as list(d.items()) is for a Python dict. items[0, *count) are
+ * owned by the caller, also on failure. */
+static int map_collect(TVMFFIObjectHandle map, TVMFFIObjectHandle iter_fn, int what,
+                       TVMFFIAny* items, Py_ssize_t* count) {
+  TVMFFIAny arg, functor, flag;
+  arg.type_index = tvmffi_type_index_of(map);
+  arg.zero_padding = 0;
+  arg.v_obj = (TVMFFIObject*)map;
+  if (call_handle(iter_fn, &arg, 1, &functor) != 0) return -1;
+  if (functor.type_index != kTVMFFIFunction) {
+    tvmffi_any_release(&functor);
+    PyErr_SetString(PyExc_TypeError, "map iterator is not a function");
+    return -1;
+  }
+  int per = what == 3 ? 2 : 1;
+  Py_ssize_t cap = *count;
+  int rc = 0;
+  for (*count = 0; *count + per <= cap && rc == 0;) {
+    for (int k = 0; k < per && rc == 0; ++k) {
+      set_int_arg(&arg, what == 3 ? k : what);
+      rc = call_handle(functor.v_obj, &arg, 1, &items[*count]);
+      if (rc == 0) ++*count;
+    }
+    if (rc == 0) {
+      set_int_arg(&arg, 2);
+      rc = call_handle(functor.v_obj, &arg, 1, &flag);
+      if (rc != 0) break;
+      int more = flag.type_index == kTVMFFIBool && flag.v_int64 != 0;
+      tvmffi_any_release(&flag);
+      if (!more) break;
+    }
+  }
+  tvmffi_any_release(&functor);
+  return rc;
+}
+
+/* _map_snapshot(map, size_fn, iter_fn, what) -> tuple of keys (what 0),
+ * values (1) or (key, value) pairs (3), taken atomically (see map_collect). */
+static PyObject* py_map_snapshot(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
+  (void)m;
+  int what;
+  if (nargs != 4 || !tvmffi_is_object(args[0]) ||
+      !PyObject_TypeCheck(args[1], &TVMFFIFunctionType) ||
+      !PyObject_TypeCheck(args[2], &TVMFFIFunctionType) ||
+      ((what = PyLong_AsLong(args[3])) != 0 && what != 1 && what != 3)) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "_map_snapshot(map, size, iter, what)");
+    return NULL;
+  }
+  TVMFFIObjectHandle map = tvmffi_object_handle(args[0]);
+  TVMFFIObjectHandle size_fn = tvmffi_object_handle(args[1]);
+  TVMFFIObjectHandle iter_fn = tvmffi_object_handle(args[2]);
+  if (map == NULL || size_fn == NULL || iter_fn == NULL) return NULL;
+  TVMFFIAny arg = {.type_index = tvmffi_type_index_of(map), .v_obj = (TVMFFIObject*)map};
+  TVMFFIAny size;
+  if (call_handle(size_fn, &arg, 1, &size) != 0) return NULL;
+  Py_ssize_t n = size.type_index == kTVMFFIInt ? (Py_ssize_t)size.v_int64 : 0;
+  tvmffi_any_release(&size);
+  int per = what == 3 ? 2 : 1;
+  if (n <= 0) return PyTuple_New(0);
+  /* Still no Python code since the size query: the map cannot have changed. */
+  TVMFFIAny* items = PyMem_Calloc((size_t)n * (size_t)per, sizeof(TVMFFIAny));
+  if (items == NULL) return PyErr_NoMemory();
+  Py_ssize_t count = n * per;
+  int rc = map_collect(map, iter_fn, what, items, &count);
+  PyObject* res = rc == 0 ? PyTuple_New(count / per) : NULL;
+  Py_ssize_t i = 0;
+  for (; res != NULL && i + per <= count; i += per) {
+    /* Each conversion consumes its value, also when it fails. */
+    PyObject* v = tvmffi_any_to_py_owned(&items[i]);
+    if (per == 2) {
+      PyObject* second = tvmffi_any_to_py_owned(&items[i + 1]);
+      PyObject* pair = v != NULL && second != NULL ? PyTuple_Pack(2, v, second) : NULL;
+      Py_XDECREF(v);
+      Py_XDECREF(second);
+      v = pair;
+    }
+    if (v == NULL) {
+      Py_CLEAR(res);
+      i += per;
+      break;
+    }
+    PyTuple_SET_ITEM(res, i / per, v);
+  }
+  for (; i < count; ++i) tvmffi_any_release(&items[i]);
+  PyMem_Free(items);
+  return res;
+}
+
 static PyObject* py_shape_tuple(PyObject* m, PyObject* obj) {
   (void)m;
   TVMFFIObjectHandle h;
@@ -559,6 +670,8 @@ static PyMethodDef reflection_methods[] = {
     {"_seq_getitem", (PyCFunction)(void (*)(void))py_seq_getitem, METH_FASTCALL,
      "_seq_getitem(seq, i)"},
     {"_shape_tuple", py_shape_tuple, METH_O, "Shape as a tuple of ints."},
+    {"_map_snapshot", (PyCFunction)(void (*)(void))py_map_snapshot, METH_FASTCALL,
+     "_map_snapshot(map, size_fn, iter_fn, what): keys/values/items taken atomically"},
     {"_set_object_hooks", tvmffi_set_object_hooks, METH_VARARGS,
      "_set_object_hooks(repr, getattr, dir, subclass)"},
     {NULL, NULL, 0, NULL},

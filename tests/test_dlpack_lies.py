@@ -165,6 +165,14 @@ def test_lying_shapes_raise_value_error(
         assert isinstance(res, ValueError) and what in str(res), res
 
 
+def test_tensor_view_checks_the_description_too() -> None:
+    with pytest.raises(ValueError, match="no shape"):
+        tvmffi.TensorView(Producer(make_capsule(3, None)))
+    with pytest.raises(ValueError, match="ndim out of range"):
+        tvmffi.TensorView(make_capsule(10**9, [1], versioned=False))
+    assert tvmffi.TensorView(Producer(make_capsule(1, [5]))).shape == (5,)
+
+
 def test_argument_errors_name_the_argument() -> None:
     with pytest.raises(ValueError, match=r"argument 1: 'Producer' gave an invalid DLPack tensor"):
         testing.nop(0, Producer(make_capsule(-1, [1])))

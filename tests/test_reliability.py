@@ -210,3 +210,15 @@ def test_registered_error_class_needing_more_arguments_falls_back() -> None:
         assert info.value.kind == kind
         assert "the message" in str(info.value)
         assert isinstance(info.value.__cause__, TypeError)
+
+
+def test_dict_mutated_while_iterated_walks_a_snapshot() -> None:
+    d = tvmffi.Dict({i: i for i in range(4)})
+    seen = []
+    for k in d:
+        seen.append(k)
+        for j in range(100, 164):  # grows the table: a live runtime iterator would dangle
+            d[j + 1000 * k] = j
+        d.pop(k)
+    assert sorted(seen) == [0, 1, 2, 3]
+    assert len(d) == 4 * 64

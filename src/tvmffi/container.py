@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import (
-    Callable,
+    ItemsView as _ItemsViewBase,
+)
+from collections.abc import (
     Iterable,
     Iterator,
     Mapping,
     MutableMapping,
     MutableSequence,
     Sequence,
-)
-from collections.abc import (
-    ItemsView as _ItemsViewBase,
 )
 from collections.abc import (
     KeysView as _KeysViewBase,
@@ -301,15 +300,13 @@ class _MapBase(Object):
             return False
 
     def _walk(self, what: int) -> Iterator[Any]:
-        """Keys (0), values (1) or items (3) in the map's iteration order."""
-        n = len(self)
-        if n == 0:
-            return
-        functor: Callable[[int], Any] = _g(self._iter)(self)
-        for _ in range(n):
-            yield (functor(0), functor(1)) if what == 3 else functor(what)
-            if not functor(2):
-                break
+        """Keys (0), values (1) or items (3) in the map's iteration order.
+
+        A snapshot taken in one step (no Python code runs during it), so a map
+        another thread mutates meanwhile is never walked by a stale runtime
+        iterator; like ``list(d.items())`` of a Python dict.
+        """
+        yield from _core._map_snapshot(self, _g(self._size), _g(self._iter), what)
 
     def __iter__(self) -> Iterator[Any]:
         return self._walk(0)
