@@ -95,7 +95,7 @@ def test_kwargs_rejected():
 
 
 def test_kwargs_rejected_for_wrapped_callable():
-    fn = tvmffi.to_function(lambda **kw: kw)
+    fn = tvmffi.convert_func(lambda **kw: kw)
     with pytest.raises(TypeError):
         fn(a=1)
 
@@ -105,9 +105,11 @@ def test_function_cannot_be_instantiated_directly():
         tvmffi.Function()
 
 
-def test_to_function_rejects_non_callable():
+def test_convert_func_rejects_non_callable():
     with pytest.raises(TypeError):
-        tvmffi.to_function(42)
+        tvmffi.convert_func(42)
+    with pytest.raises(TypeError):
+        tvmffi.to_function(42)  # tvmffi's earlier name, kept as an alias
 
 
 class _ObjectProtocol:
@@ -239,7 +241,7 @@ def test_get_global_func_rejects_non_str():
 
 
 def test_list_global_func_names():
-    names = tvmffi.list_global_func_names()
+    names = tvmffi.registry.list_global_func_names()
     assert isinstance(names, list)
     assert all(isinstance(n, str) for n in names)
     assert "testing.echo" in names
@@ -254,7 +256,7 @@ def test_register_global_func(unique_name):
     got = tvmffi.get_global_func(unique_name)
     assert got.same_as(fn)
     assert got(10, 1) == 9
-    assert unique_name in tvmffi.list_global_func_names()
+    assert unique_name in tvmffi.registry.list_global_func_names()
 
 
 def test_register_existing_name_without_override_raises(unique_name):

@@ -126,7 +126,7 @@ def test_callback_keeps_arguments_beyond_the_call():
     # Arguments are borrowed from the caller; what the callback keeps must
     # become owned and stay valid after the call returns.
     kept = []
-    fn = tvmffi.to_function(lambda x: x + 5)
+    fn = tvmffi.convert_func(lambda x: x + 5)
 
     def cb(*args):
         kept.extend(args)
@@ -141,7 +141,7 @@ def test_callback_keeps_arguments_beyond_the_call():
 
 
 def test_callback_kwargs_rejected():
-    fn = tvmffi.to_function(lambda x=1: x)
+    fn = tvmffi.convert_func(lambda x=1: x)
     with pytest.raises(TypeError):
         fn(x=2)
 
@@ -161,7 +161,7 @@ def test_function_keeps_callable_alive_and_releases_it():
 
     callee = Callee()
     ref = weakref.ref(callee)
-    fn = tvmffi.to_function(callee)
+    fn = tvmffi.convert_func(callee)
     del callee
     gc.collect()
     assert ref() is not None, "the Function must own a reference to the callable"
@@ -261,7 +261,7 @@ def test_shared_function_from_many_python_threads():
             counter["n"] += k
         return k
 
-    fn = tvmffi.to_function(bump)
+    fn = tvmffi.convert_func(bump)
     errors = []
 
     def worker():
@@ -291,7 +291,7 @@ def test_callback_from_native_thread(native):
         seen["ident"] = threading.get_ident()
         return x * 7 + 1
 
-    fn = tvmffi.to_function(cb)
+    fn = tvmffi.convert_func(cb)
     res = native.call_int(fn, 6, spawn=True)
     assert res["rc"] == 0, res
     assert res["out"] == 43
@@ -307,7 +307,7 @@ def test_callback_from_native_caller_same_thread(native):
         seen["native_id"] = threading.get_native_id()
         return -x
 
-    res = native.call_int(tvmffi.to_function(cb), 5, spawn=False)
+    res = native.call_int(tvmffi.convert_func(cb), 5, spawn=False)
     assert res["rc"] == 0, res
     assert res["out"] == -5
     assert seen["native_id"] == threading.get_native_id() == res["tid"]
@@ -323,7 +323,7 @@ def test_callbacks_from_many_native_threads_concurrently(native):
         return x + 1
 
     nthreads, iters = 6, 200
-    failures, total = native.call_concurrently(tvmffi.to_function(cb), nthreads, iters)
+    failures, total = native.call_concurrently(tvmffi.convert_func(cb), nthreads, iters)
     assert failures == 0
     expected = sum(t * 1000000 + i + 1 for t in range(nthreads) for i in range(iters))
     assert total == expected

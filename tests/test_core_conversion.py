@@ -321,7 +321,7 @@ def test_lambda_and_bound_method_and_callable_instance():
 
 
 def test_to_function_wraps_callable():
-    fn = tvmffi.to_function(lambda x: x + 100)
+    fn = tvmffi.convert_func(lambda x: x + 100)
     assert isinstance(fn, tvmffi.Function)
     assert fn(1) == 101
     assert roundtrip(fn).same_as(fn)
@@ -631,7 +631,7 @@ def test_object_repr():
     r = repr(obj)
     assert "testing.TestUnregisteredObject" in r
     assert "%" not in r
-    fn_repr = repr(tvmffi.to_function(lambda: None))
+    fn_repr = repr(tvmffi.convert_func(lambda: None))
     assert "Function" in fn_repr
     assert "%" not in fn_repr
     assert "%" not in repr(roundtrip([1, 2]))

@@ -274,7 +274,7 @@ def test_callback_exception_becomes_ffi_error_of_same_kind(native, cls, spawn):
     def cb(x):
         raise cls(f"native caller sees {x}")
 
-    res = native.call_int(tvmffi.to_function(cb), 5, spawn=spawn)
+    res = native.call_int(tvmffi.convert_func(cb), 5, spawn=spawn)
     assert res["rc"] == -1
     assert res["kind"] == cls.__name__
     assert res["message"] == "native caller sees 5"
@@ -288,7 +288,7 @@ def test_exception_subclass_crosses_as_builtin_kind(native, base, message):
     def cb(x):
         raise Subclass(message)
 
-    res = native.call_int(tvmffi.to_function(cb), 0, spawn=False)
+    res = native.call_int(tvmffi.convert_func(cb), 0, spawn=False)
     assert res["kind"] == base.__name__
     assert res["message"] == message
 
@@ -298,7 +298,7 @@ def test_ffi_keyerror_crosses_with_plain_message(native):
     def cb(x):
         raise_error("KeyError", "plain key")
 
-    res = native.call_int(tvmffi.to_function(cb), 0, spawn=False)
+    res = native.call_int(tvmffi.convert_func(cb), 0, spawn=False)
     assert res["kind"] == "KeyError"
     assert res["message"] == "plain key"
 
@@ -312,7 +312,7 @@ def test_registered_exception_crosses_as_its_kind(native):
     def cb(x):
         raise Registered("mapped")
 
-    res = native.call_int(tvmffi.to_function(cb), 0, spawn=True)
+    res = native.call_int(tvmffi.convert_func(cb), 0, spawn=True)
     assert res["rc"] == -1
     assert res["kind"] == "TvmffiTestsKindD"
     assert res["message"] == "mapped"
@@ -322,7 +322,7 @@ def test_tvmffi_error_crosses_with_its_kind(native):
     def cb(x):
         raise_error("MyKind", "unknown kind survives")
 
-    res = native.call_int(tvmffi.to_function(cb), 0, spawn=False)
+    res = native.call_int(tvmffi.convert_func(cb), 0, spawn=False)
     assert res["kind"] == "MyKind"
     assert res["message"] == "unknown kind survives"
 
@@ -339,6 +339,6 @@ def test_exception_with_broken_str_still_crosses(native):
     with pytest.raises(BadStr):
         apply(cb)
     # A native caller still gets an error of the exception's kind.
-    res = native.call_int(tvmffi.to_function(cb), 0, spawn=False)
+    res = native.call_int(tvmffi.convert_func(cb), 0, spawn=False)
     assert res["rc"] == -1
     assert res["kind"] == "BadStr"

@@ -50,7 +50,7 @@ def test_tvm_ffi_registered_function_visible_to_tvmffi(tvm_ffi, unique_name):
     f = tvmffi.get_global_func(unique_name)
     assert isinstance(f, tvmffi.Function)
     assert f("ab", 3) == "ababab"
-    assert unique_name in tvmffi.list_global_func_names()
+    assert unique_name in tvmffi.registry.list_global_func_names()
 
 
 def test_values_cross_between_bindings(tvm_ffi, unique_name):
@@ -120,7 +120,7 @@ def test_error_from_tvmffi_callback_through_tvm_ffi_apply(tvm_ffi):
 
     official_apply = tvm_ffi.get_global_func("testing.apply")
     with pytest.raises(ValueError) as info:
-        testing.apply(official_apply, tvmffi.to_function(cb), 5)
+        testing.apply(official_apply, tvmffi.convert_func(cb), 5)
     assert info.value.args[0] == "nested 5"
 
 
@@ -151,7 +151,7 @@ def test_tvm_ffi_function_use_count_balanced(tvm_ffi):
 
 
 def test_tvmffi_function_passed_to_tvm_ffi(tvm_ffi):
-    fn = tvmffi.to_function(lambda x: x + 0.5)
+    fn = tvmffi.convert_func(lambda x: x + 0.5)
     official_apply = tvm_ffi.get_global_func("testing.apply")
     assert official_apply(fn, 2) == 2.5
 
@@ -164,4 +164,4 @@ def test_tvm_ffi_calls_tvmffi_callback_calls_tvm_ffi(tvm_ffi, unique_name):
         return inner(x) + 1
 
     official_apply = tvm_ffi.get_global_func("testing.apply")
-    assert official_apply(tvmffi.to_function(cb), 4) == 13
+    assert official_apply(tvmffi.convert_func(cb), 4) == 13

@@ -103,7 +103,7 @@ def test_callback_argument_and_result_refcounts_unchanged():
 
 
 def test_function_python_refcount_unchanged():
-    fn = tvmffi.to_function(lambda x: x + 1)
+    fn = tvmffi.convert_func(lambda x: x + 1)
     gc.collect()
     before = sys.getrefcount(fn)
     for i in range(N):
@@ -115,7 +115,7 @@ def test_function_python_refcount_unchanged():
 
 
 def test_function_ffi_use_count_unchanged():
-    fn = tvmffi.to_function(lambda x: x)
+    fn = tvmffi.convert_func(lambda x: x)
     base = object_use_count(fn)
     assert base == 1
     for i in range(N):
@@ -130,7 +130,7 @@ def test_function_ffi_use_count_unchanged():
 
 
 def test_ffi_use_count_tracks_live_references():
-    fn = tvmffi.to_function(lambda: 0)
+    fn = tvmffi.convert_func(lambda: 0)
     assert object_use_count(fn) == 1
     assert echo(fn) is fn  # a result that is an argument comes back as that wrapper
     assert object_use_count(fn) == 1

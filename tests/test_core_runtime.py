@@ -77,7 +77,7 @@ def test_custom_signal_handler_exception_propagates():
 
 def test_release_gil_defaults_to_true():
     assert testing.echo.release_gil is True
-    assert tvmffi.to_function(lambda: 0).release_gil is True
+    assert tvmffi.convert_func(lambda: 0).release_gil is True
     assert tvmffi.get_global_func("testing.nop").release_gil is True
 
 
