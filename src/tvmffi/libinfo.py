@@ -123,10 +123,7 @@ def load_lib_module(
     from .module import load_module
 
     path = _find_library_by_basename(package, target_name, extra_lib_paths)
-    if keep_module_alive:
-        # Keep the shared object mapped for the whole process.
-        _lib.load_library(str(path))
-    return load_module(str(path))
+    return load_module(str(path), keep_module_alive=keep_module_alive)
 
 
 def _library_names(target_name: str) -> tuple[str, ...]:
