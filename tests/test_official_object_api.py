@@ -125,6 +125,7 @@ def test_convert_matches_the_official_results() -> None:
             return T.TestIntPair(5, 6)
 
     assert tvmffi.convert(Convertible()).a == 5
+    assert echo(Convertible()).b == 6 and T.TestIntPairSum(Convertible()) == 11  # as arguments
 
 
 def test_opaque_object_refcount() -> None:

@@ -487,6 +487,10 @@ class ObjectConvertible:
         """The :class:`Object` this value stands for."""
         raise NotImplementedError()
 
+    def __tvm_ffi_object__(self) -> Object:
+        """An FFI call converts the value through :meth:`asobject` (as officially)."""
+        return self.asobject()
+
 
 class OpaquePyObject(Object):
     """An arbitrary Python object carried through the FFI (``ffi.OpaquePyObject``).
