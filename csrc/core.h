@@ -309,6 +309,10 @@ int tvmffi_framework_leave(DLPackManagedTensorAllocator prev);
 /* Owned Any -> Python for a call made with `api`: a Tensor becomes the
  * framework's tensor, a container remembers `api`. Consumes `value`. */
 PyObject* tvmffi_any_to_py_framework(TVMFFIAny* value, const DLPackExchangeAPI* api);
+/* The API a call records for torch tensors that came through the Python
+ * protocol (a torch without its own exchange API): results go back to torch
+ * through torch.from_dlpack; no allocator. */
+const DLPackExchangeAPI* tvmffi_torch_fallback_api(void);
 
 /* ---- stream.c ------------------------------------------------------------------ */
 int tvmffi_stream_init(PyObject* module);

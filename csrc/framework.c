@@ -15,6 +15,8 @@
  *     come back as the framework's tensors too, and passing it to another
  *     call carries the API into that call.
  * The API pointer is process-lifetime (DLPack spec), so holding it raw is safe.
+ * torch tensors that came through the Python protocol (a torch without an
+ * exchange API) record a fallback API that only converts results back.
  */
 #include "core.h"
 
@@ -49,15 +51,52 @@ static PyObject* framework_tensor(TVMFFIObjectHandle h, const DLPackExchangeAPI*
     return NULL;
   }
   void* out = NULL;
-  if (api->managed_tensor_to_py_object_no_sync(mv, &out) != 0 || out == NULL) {
+  if (api->managed_tensor_to_py_object_no_sync(mv, &out) != 0) {
     /* Not taken: the managed tensor is still ours to release. */
     if (mv->deleter != NULL) mv->deleter(mv);
+    PyErr_Clear();
+    return NULL;
+  }
+  if (out == NULL) { /* taken, but no tensor came back: keep `h` as ours */
     PyErr_Clear();
     return NULL;
   }
   TVMFFIObjectDecRef(h); /* the framework's tensor holds its own reference */
   return (PyObject*)out;
 }
+
+/* ---- torch without an exchange API (torch < 2.10, no torch-c-dlpack-ext) ------- */
+/* Tensors still go back to torch, as the official binding's fallback does:
+ * through torch.from_dlpack on a versioned capsule. The capsule has no
+ * destructor: torch owns the tensor once it took it; if it did not, the
+ * caller (framework_tensor) releases it, exactly once. No allocator. */
+static int torch_fallback_to_py(DLManagedTensorVersioned* mv, void** out) {
+  PyObject* torch = PyImport_ImportModule("torch");
+  PyObject* from_dlpack = torch != NULL ? PyObject_GetAttrString(torch, "from_dlpack") : NULL;
+  Py_XDECREF(torch);
+  PyObject* cap = from_dlpack != NULL ? PyCapsule_New(mv, "dltensor_versioned", NULL) : NULL;
+  PyObject* res = cap != NULL ? PyObject_CallOneArg(from_dlpack, cap) : NULL;
+  int taken = cap != NULL && PyCapsule_IsValid(cap, "used_dltensor_versioned");
+  Py_XDECREF(cap);
+  Py_XDECREF(from_dlpack);
+  if (!taken) {
+    Py_XDECREF(res);
+    return -1; /* still the caller's to release */
+  }
+  *out = res; /* NULL if torch failed after taking it: then torch releases it */
+  return 0;
+}
+
+static const DLPackExchangeAPI g_torch_fallback = {
+    .header = {.version = {DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION}, .prev_api = NULL},
+    .managed_tensor_allocator = NULL,
+    .managed_tensor_from_py_object_no_sync = NULL,
+    .managed_tensor_to_py_object_no_sync = torch_fallback_to_py,
+    .dltensor_from_py_object_no_sync = NULL,
+    .current_work_stream = NULL,
+};
+
+const DLPackExchangeAPI* tvmffi_torch_fallback_api(void) { return &g_torch_fallback; }
 
 static int is_container_index(int32_t type_index) {
   return type_index == kTVMFFIArray || type_index == kTVMFFIList || type_index == kTVMFFIMap ||

@@ -249,7 +249,10 @@ int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int conti
         own_deleter(t, kTVMFFIObjectDeleterFlagBitMaskBoth);
         return -1;
       }
-      return own_finish(t, align, contiguous, out);
+      if (own_finish(t, align, contiguous, out) != 0) return -1;
+      /* torch without an exchange API still gets torch tensors back. */
+      if (e->is_torch && temps != NULL) temps->dlpack_api = tvmffi_torch_fallback_api();
+      return 0;
     }
   }
 }

@@ -195,14 +195,18 @@ def test_from_dlpack_arguments() -> None:
 # ---- the exchange API found when it appears (torch < 2.10, torch-c-dlpack-ext) -----
 def test_exchange_api_noticed_when_it_appears() -> None:
     # A torch class without the API (as torch < 2.10 is) takes the Python
-    # protocol and gets tvmffi Tensors back; once the API appears on the class
-    # (as torch-c-dlpack-ext or tvm_ffi install it) calls use it: no
-    # permanent per-type decision.
+    # protocol; its results still come back as torch tensors (through
+    # torch.from_dlpack, a new alias, as the official binding's fallback).
+    # Once the API appears on the class (as torch-c-dlpack-ext or tvm_ffi
+    # install it) calls use it: no permanent per-type decision.
     class Late(torch.Tensor):
         __dlpack_c_exchange_api__ = None
 
     x = torch.arange(4.0).as_subclass(Late)
-    assert type(T.echo(x)) is tvmffi.Tensor
+    slow = T.echo(x)
+    assert isinstance(slow, torch.Tensor) and slow is not x
+    assert slow.data_ptr() == x.data_ptr() and slow.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert isinstance(T.make_array_with_tensor(x)[0], torch.Tensor)
     # the first torch tensor without the API tried torch-c-dlpack-ext (a no-op here)
     assert "torch_c_dlpack_ext" in sys.modules
     del Late.__dlpack_c_exchange_api__  # torch.Tensor's own API now applies
