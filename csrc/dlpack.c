@@ -23,52 +23,47 @@ static PyObject* g_max_version_kwargs; /* {"max_version": (1, 0)} */
 static PyObject* g_empty_tuple;
 
 /* ---- what a producer's tensor description may say ----------------------------- */
-static int known_device_type(int32_t t) {
-  switch (t) {
-    case kDLCPU: case kDLCUDA: case kDLCUDAHost: case kDLOpenCL: case kDLVulkan:
-    case kDLMetal: case kDLVPI: case kDLROCM: case kDLROCMHost: case kDLExtDev:
-    case kDLCUDAManaged: case kDLOneAPI: case kDLWebGPU: case kDLHexagon: case kDLMAIA:
-    case kDLTrn:
-      return 1;
-    default:
-      return 0;
+/* The DLDeviceType values of dlpack.h (1-4, 7-18), one bit each. */
+#define KNOWN_DEVICE_TYPES ((((uint32_t)1 << 19) - 1) & ~(uint32_t)((1 << 0) | (1 << 5) | (1 << 6)))
+
+/* What is wrong with a producer's DLTensor, or NULL when it is sound to read.
+ * Every value is the producer's word, and a lie (ndim < 0, shape NULL, a
+ * billion dimensions) would otherwise be read as memory. Strides may be NULL
+ * (compact); the data pointer is the producer's to answer for. */
+static inline const char* dl_fault(const DLTensor* dl) {
+  uint32_t dev = (uint32_t)dl->device.device_type;
+  if (dev >= 32 || !((KNOWN_DEVICE_TYPES >> dev) & 1) || dl->device.device_id < 0) {
+    return "unknown device";
   }
+  if (dl->dtype.code > kDLFloat4_e2m1fn || dl->dtype.bits == 0 || dl->dtype.lanes == 0) {
+    return "unknown dtype";
+  }
+  if ((uint32_t)dl->ndim > DL_MAX_NDIM) return "ndim out of range";
+  if (dl->ndim > 0 && dl->shape == NULL) return "no shape";
+  /* The element count (with empty dimensions counted as 1, as compact strides
+   * multiply them) must fit int64_t. */
+  int64_t count = 1;
+  for (int i = 0; i < dl->ndim; ++i) {
+    int64_t d = dl->shape[i];
+    if (d < 0) return "negative shape";
+    if (__builtin_mul_overflow(count, d > 0 ? d : 1, &count)) return "shape too large";
+  }
+  return NULL;
 }
 
-/* A producer's DLTensor, checked before anything reads through it: every
- * value is the producer's word, and a lie (ndim < 0, shape NULL, a billion
- * dimensions) would otherwise be read as memory. Strides may be NULL
- * (compact); the data pointer is the producer's to answer for. */
-int dl_check(const DLTensor* dl, const char* producer, Py_ssize_t argpos) {
-  const char* what = NULL;
-  if (dl->ndim < 0 || dl->ndim > DL_MAX_NDIM) {
-    what = "ndim out of range";
-  } else if (dl->ndim > 0 && dl->shape == NULL) {
-    what = "no shape";
-  } else if (!known_device_type(dl->device.device_type) || dl->device.device_id < 0) {
-    what = "unknown device";
-  } else if (dl->dtype.code > kDLFloat4_e2m1fn || dl->dtype.bits == 0 || dl->dtype.lanes == 0) {
-    what = "unknown dtype";
-  } else {
-    /* The element count (with empty dimensions counted as 1, as compact
-     * strides multiply them) must fit int64_t. */
-    int64_t count = 1;
-    for (int i = 0; i < dl->ndim && what == NULL; ++i) {
-      if (dl->shape[i] < 0) {
-        what = "negative shape";
-      } else if (__builtin_mul_overflow(count, dl->shape[i] > 0 ? dl->shape[i] : 1, &count)) {
-        what = "shape too large";
-      }
-    }
-  }
-  if (what == NULL) return 0;
+static Py_NO_INLINE int dl_error(const DLTensor* dl, const char* what, const char* producer,
+                                 Py_ssize_t argpos) {
   return tvmffi_arg_error(PyExc_ValueError, argpos,
                           "'%.200s' gave an invalid DLPack tensor (%s: ndim %d, device (%d, %d), "
                           "dtype code %u bits %u lanes %u)",
-                          producer, what, (int)dl->ndim,
-                          (int)dl->device.device_type, (int)dl->device.device_id,
-                          (unsigned)dl->dtype.code, (unsigned)dl->dtype.bits,
-                          (unsigned)dl->dtype.lanes);
+                          producer, what, (int)dl->ndim, (int)dl->device.device_type,
+                          (int)dl->device.device_id, (unsigned)dl->dtype.code,
+                          (unsigned)dl->dtype.bits, (unsigned)dl->dtype.lanes);
+}
+
+int dl_check(const DLTensor* dl, const char* producer, Py_ssize_t argpos) {
+  const char* what = dl_fault(dl);
+  return what == NULL ? 0 : dl_error(dl, what, producer, argpos);
 }
 
 /* ---- DLPack C exchange API (__dlpack_c_exchange_api__ on the type) ---------- */
