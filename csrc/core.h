@@ -175,6 +175,9 @@ typedef struct {
   vectorcallfunc vectorcall;
   TVMFFISafeCallType safe_call; /* cached from the function cell; NULL when empty */
   int release_gil;
+  /* A runtime builtin that makes functors over shared state (an iterator, the
+   * registry's name list): the Functions it returns keep the GIL too. */
+  int functor_keeps_gil;
   PyObject* dict; /* instance attributes (official Function has __dict__); NULL until used */
 } TVMFFIPyFunction;
 

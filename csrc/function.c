@@ -107,11 +107,6 @@ static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call
   } else if ((res = same_object_arg(args, packed, nargs, &result)) == NULL) {
     res = api == NULL ? tvmffi_any_to_py_owned(&result)
                       : tvmffi_any_to_py_framework(&result, api);
-    /* A function made by one that keeps the GIL (a runtime builtin's map
-     * iterator, the registry's name functor) reads the same shared state. */
-    if (!release_gil && res != NULL && Py_TYPE(res) == &TVMFFIFunctionType) {
-      ((TVMFFIPyFunction*)res)->release_gil = 0;
-    }
   }
 done:
   temps_release(&temps);
@@ -136,8 +131,12 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
     PyErr_Format(PyExc_ValueError, "%.200s object holds no FFI function", Py_TYPE(callable)->tp_name);
     return NULL;
   }
-  return call_safe(self->base.handle, self->safe_call, args, PyVectorcall_NARGS(nargsf),
-                   self->release_gil);
+  PyObject* res = call_safe(self->base.handle, self->safe_call, args, PyVectorcall_NARGS(nargsf),
+                            self->release_gil);
+  if (self->functor_keeps_gil && res != NULL && Py_TYPE(res) == &TVMFFIFunctionType) {
+    ((TVMFFIPyFunction*)res)->release_gil = 0;
+  }
+  return res;
 }
 
 /* Function objects are garbage-collected types (their __dict__ may hold a
@@ -155,6 +154,7 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
   f->vectorcall = function_vectorcall;
   f->safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(handle))->safe_call;
   f->release_gil = g_release_gil_default;
+  f->functor_keeps_gil = 0;
   f->dict = NULL;
   return (PyObject*)f;
 }
@@ -319,6 +319,15 @@ int tvmffi_call_global_any(const char* name, TVMFFIObjectHandle* cache, TVMFFIAn
  * and never block, so releasing the GIL would buy nothing. */
 static int is_runtime_builtin(const char* name) { return strncmp(name, "ffi.", 4) == 0; }
 
+/* "ffi.*Functor" builtins return functions over the same shared state
+ * (ffi.MapForwardIterFunctor, ffi.FunctionListGlobalNamesFunctor). Other
+ * builtins' function results (ffi.ModuleGetFunction's kernels) are ordinary
+ * Functions and release the GIL by default, as in the official binding. */
+static int makes_functor(const char* name) {
+  size_t n = strlen(name);
+  return n >= 7 && strcmp(name + n - 7, "Functor") == 0;
+}
+
 static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
   (void)self;
   const char* name;
@@ -328,7 +337,10 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
   if (tvmffi_get_global(name, &h) != 0) return NULL;
   if (h != NULL) {
     PyObject* f = tvmffi_function_wrap_owned(h);
-    if (f != NULL && is_runtime_builtin(name)) ((TVMFFIPyFunction*)f)->release_gil = 0;
+    if (f != NULL && is_runtime_builtin(name)) {
+      ((TVMFFIPyFunction*)f)->release_gil = 0;
+      ((TVMFFIPyFunction*)f)->functor_keeps_gil = makes_functor(name);
+    }
     return f;
   }
   if (allow_missing) Py_RETURN_NONE;

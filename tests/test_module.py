@@ -109,6 +109,14 @@ def test_lookup_cache(plain: tvmffi.Module) -> None:
     assert "add_int" in vars(plain)  # attribute hits go through the instance dict
 
 
+def test_module_functions_release_the_gil(plain_path: str) -> None:
+    # A kernel looked up through the runtime's ffi.ModuleGetFunction builtin is an
+    # ordinary Function: it releases the GIL by default, as the official binding's.
+    mod = tvmffi.load_module(plain_path)
+    assert mod["add_int"].release_gil is True
+    assert mod.get_function("add_int", query_imports=True).release_gil is True
+
+
 def test_cache_never_shadows_methods(plain: tvmffi.Module) -> None:
     # Names of Module methods stay methods even after item lookups.
     with pytest.raises(AttributeError):  # missing: AttributeError, as official
