@@ -50,12 +50,16 @@ static PyObject* py_error_init(PyObject* self, PyObject* const* args, Py_ssize_t
       utf8_arg(args[3], "backtrace", &bt)) {
     return NULL;
   }
+  TVMFFIPyObject* obj = (TVMFFIPyObject*)args[0];
+  if (obj->handle != NULL) {
+    /* A handle is never replaced while its object lives (see _init_handle). */
+    PyErr_Format(PyExc_RuntimeError, "%.200s object is already initialized",
+                 Py_TYPE(obj)->tp_name);
+    return NULL;
+  }
   TVMFFIObjectHandle h = NULL;
   if (TVMFFIErrorCreate(&kind, &msg, &bt, &h) != 0) return tvmffi_raise_ffi_error();
-  TVMFFIPyObject* obj = (TVMFFIPyObject*)args[0];
-  TVMFFIObjectHandle old = obj->handle;
   obj->handle = h;
-  if (old != NULL) TVMFFIObjectDecRef(old);
   Py_RETURN_NONE;
 }
 

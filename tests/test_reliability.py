@@ -222,3 +222,12 @@ def test_dict_mutated_while_iterated_walks_a_snapshot() -> None:
         d.pop(k)
     assert sorted(seen) == [0, 1, 2, 3]
     assert len(d) == 4 * 64
+
+
+def test_error_object_reinit_raises() -> None:
+    from tvmffi.error import ErrorObject
+
+    err = ErrorObject("ValueError", "first", "")
+    with pytest.raises(RuntimeError, match="already initialized"):
+        err.__init__("TypeError", "second", "")  # type: ignore[misc]
+    assert err.kind == "ValueError" and err.message == "first"
