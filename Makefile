@@ -24,7 +24,11 @@ $(VENV)/.test-deps: $(VENV)/.base pyproject.toml
 	touch $@
 
 # Build against the runtime installed in the venv so headers and library match.
+# build/lib.* is setuptools' staging copy of the package: a module deleted from src/ would
+# stay there and be installed again, so it is cleared (the compiled objects in build/temp.*
+# are kept for incremental builds).
 $(VENV)/.installed: $(VENV)/.base $(SOURCES)
+	rm -rf build/lib.*
 	$(PIP) install --no-build-isolation --no-deps --force-reinstall .
 	touch $@
 
