@@ -10,7 +10,6 @@ RECORD first, then the given and usual build directories and the library path.
 from __future__ import annotations
 
 import ctypes
-import importlib.metadata
 import os
 import sys
 from pathlib import Path
@@ -136,6 +135,8 @@ def _library_names(target_name: str) -> tuple[str, ...]:
 
 def _from_record(package: str, names: tuple[str, ...]) -> Path | None:
     """The library as listed in the installed distribution's RECORD, if it is."""
+    import importlib.metadata  # ~20 ms (it pulls in email.*): only on this lookup path
+
     try:
         dist = importlib.metadata.distribution(package)
         for entry in dist.files or []:
