@@ -403,8 +403,11 @@ static PyObject* py_type_key_to_index(PyObject* m, PyObject* key) {
   return PyLong_FromLong(idx);
 }
 
-/* _type_info(type_index) -> (type_index, type_key, ancestors, fields, methods, doc)
- * fields: (name, doc, metadata, flags, static_type_index, default or MISSING-sentinel)
+/* _type_info(type_index) -> (type_index, type_key, ancestors, fields, methods, doc, total_size)
+ * fields: (name, doc, metadata, flags, static_type_index, default or MISSING-sentinel,
+ *          size, alignment, offset)
+ * total_size: the type's own TVMFFITypeMetadata.total_size, or None when the type registered
+ * no metadata of its own (then nothing is known about its native size).
  * methods: (name, doc, metadata, flags, func) */
 static PyObject* py_type_info(PyObject* m, PyObject* args) {
   (void)m;
@@ -433,10 +436,11 @@ static PyObject* py_type_info(PyObject* m, PyObject* args) {
       Py_INCREF(missing);
       dflt = missing;
     }
-    PyObject* t = Py_BuildValue("(NNNLiN)", tvmffi_bytearray_to_str(&f->name),
+    PyObject* t = Py_BuildValue("(NNNLiNLLL)", tvmffi_bytearray_to_str(&f->name),
                                 tvmffi_bytearray_to_str(&f->doc),
                                 tvmffi_bytearray_to_str(&f->metadata), (long long)f->flags,
-                                (int)f->field_static_type_index, dflt);
+                                (int)f->field_static_type_index, dflt, (long long)f->size,
+                                (long long)f->alignment, (long long)f->offset);
     if (t == NULL) goto fail;
     PyList_SET_ITEM(fields, i, t);
   }
@@ -457,7 +461,14 @@ static PyObject* py_type_info(PyObject* m, PyObject* args) {
   }
   key = tvmffi_bytearray_to_str(&info->type_key);
   if (doc == NULL || key == NULL) goto fail;
-  return Py_BuildValue("(iNNNNN)", type_index, key, anc, fields, methods, doc);
+  PyObject* total_size;
+  if (info->metadata != NULL) {
+    total_size = PyLong_FromLong(info->metadata->total_size);
+    if (total_size == NULL) goto fail;
+  } else {
+    total_size = Py_NewRef(Py_None);
+  }
+  return Py_BuildValue("(iNNNNNN)", type_index, key, anc, fields, methods, doc, total_size);
 fail:
   Py_XDECREF(anc);
   Py_XDECREF(fields);

@@ -34,6 +34,19 @@ from .device import DLDeviceType
 from .tensor import Tensor, from_dlpack
 
 
+def _object_type_key_to_index(type_key: str) -> int | None:
+    """Type index of registered object type ``type_key``; ``None`` when not registered."""
+    index: int | None = _core._type_key_to_index(type_key)
+    return index
+
+
+def _lookup_or_register_type_info_from_type_key(type_key: str) -> TypeInfo:
+    """The :class:`TypeInfo` of registered type ``type_key``; ``ValueError`` when unknown."""
+    from .object import get_type_info
+
+    return get_type_info(type_key)
+
+
 def _env_get_current_stream(device_type: int, device_id: int) -> int:
     """Return the environment stream of device ``(device_type, device_id)`` (0 when none)."""
     return int(_core.current_stream(device_type, device_id))
@@ -56,7 +69,9 @@ __all__ = [
     "TypeInfo",
     "TypeSchema",
     "_env_get_current_stream",
+    "_lookup_or_register_type_info_from_type_key",
     "_lookup_type_attr",
+    "_object_type_key_to_index",
     "_type_cls_to_type_info",
     "from_dlpack",
 ]

@@ -38,6 +38,9 @@ _COMPARE_OFF = 1 << 7
 _HASH_OFF = 1 << 8
 _INIT_OFF = 1 << 9
 _KW_ONLY = 1 << 10
+_SEQ_HASH_IGNORE = 1 << 3
+_SEQ_HASH_DEF_PATTERN = 1 << 4
+_SEQ_HASH_DEF_SIMPLE = 1 << 12
 
 
 MISSING: Any = _cached_global_func("ffi.GetInvalidObject")()
@@ -90,6 +93,12 @@ class FieldInfo:
     default: Any = MISSING
     owner_type_index: int = -1
     position: int = -1
+    size: int = 0
+    """Native size of the field in bytes (the C++ member's ``sizeof``)."""
+    alignment: int = 0
+    """Native alignment of the field in bytes."""
+    offset: int = 0
+    """Byte offset of the field from the start of the ``TVMFFIObject`` header."""
 
     @property
     def writable(self) -> bool:
@@ -124,6 +133,22 @@ class FieldInfo:
         return bool(self.flags & _KW_ONLY)
 
     @property
+    def frozen(self) -> bool:
+        """Read-only (registered with ``def_ro``): the field has no setter."""
+        return not self.flags & _WRITABLE
+
+    @property
+    def structural_eq(self) -> str | None:
+        """Structural-equality role: ``"ignore"``, ``"def-pattern"``, ``"def-simple"`` or None."""
+        if self.flags & _SEQ_HASH_IGNORE:
+            return "ignore"
+        if self.flags & _SEQ_HASH_DEF_PATTERN:
+            return "def-pattern"
+        if self.flags & _SEQ_HASH_DEF_SIMPLE:
+            return "def-simple"
+        return None
+
+    @property
     def type_schema(self) -> Any:
         return _decode_type_schema(self.metadata.get("type_schema"))
 
@@ -153,6 +178,22 @@ class TypeInfo:
     fields: tuple[FieldInfo, ...]
     methods: tuple[MethodInfo, ...]
     doc: str = ""
+    own_total_size: int | None = None
+    """``sizeof`` of the native object (header included) from the type's own metadata;
+    ``None`` when the type registered none (``ffi.Function``, ...)."""
+
+    @property
+    def _has_type_metadata(self) -> bool:
+        """Whether the runtime publishes native size metadata for this very type."""
+        return self.own_total_size is not None
+
+    @property
+    def total_size(self) -> int:
+        """Native object size in bytes; a type without metadata reports its parent's."""
+        if self.own_total_size is not None:
+            return self.own_total_size
+        parent = self.parent_type_info
+        return 24 if parent is None else parent.total_size
 
     @property
     def parent_type_index(self) -> int | None:
@@ -184,7 +225,7 @@ def _type_info_by_index(index: int) -> TypeInfo:
     info = _TYPE_INFO_CACHE.get(index)
     if info is not None:
         return info
-    tindex, key, anc, raw_fields, raw_methods, doc = _core._type_info(index, MISSING)
+    tindex, key, anc, raw_fields, raw_methods, doc, total_size = _core._type_info(index, MISSING)
     fields = tuple(
         FieldInfo(
             name=f[0],
@@ -195,6 +236,9 @@ def _type_info_by_index(index: int) -> TypeInfo:
             default=f[5],
             owner_type_index=tindex,
             position=i,
+            size=f[6],
+            alignment=f[7],
+            offset=f[8],
         )
         for i, f in enumerate(raw_fields)
     )
@@ -202,7 +246,7 @@ def _type_info_by_index(index: int) -> TypeInfo:
         MethodInfo(name=m[0], doc=m[1], metadata=_parse_json(m[2]), flags=m[3], func=m[4])
         for m in raw_methods
     )
-    info = TypeInfo(tindex, key, tuple(anc), fields, methods, doc)
+    info = TypeInfo(tindex, key, tuple(anc), fields, methods, doc, total_size)
     _TYPE_INFO_CACHE[index] = info
     return info
 

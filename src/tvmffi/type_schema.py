@@ -16,45 +16,99 @@ from typing import Any
 
 __all__ = ["TypeSchema"]
 
-# Runtime type keys -> the Python names a schema is rendered with.
+# Runtime type keys -> the origin a schema keeps (the official binding's table): Python
+# names for the runtime's value types, its containers and the C++ STL spellings.
 _ORIGIN_NAMES = {
-    "ffi.String": "str",
-    "ffi.Bytes": "bytes",
-    "ffi.BigInt": "int",  # a Python int beyond int64 (test_big_int)
+    "Variant": "Union",
+    "Optional": "Optional",
+    "Tuple": "tuple",
     "ffi.Function": "Callable",
-    "ffi.Object": "Object",
-    "ffi.Tensor": "Tensor",
-    "DLTensor*": "Tensor",
     "ffi.Array": "Array",
     "ffi.List": "List",
     "ffi.Map": "Map",
     "ffi.Dict": "Dict",
-    "ffi.Shape": "Shape",
-    "ffi.Module": "Module",
+    "ffi.OpaquePyObject": "Any",  # accepts any Python value
+    "ffi.Object": "Object",
+    "ffi.Tensor": "Tensor",
+    "ffi.BigInt": "int",  # a Python int beyond int64 (test_big_int)
+    "DLTensor*": "Tensor",
+    "void*": "ctypes.c_void_p",
+    "TVMFFIByteArray*": "bytes",
+    "ffi.SmallBytes": "bytes",
+    "ffi.Bytes": "bytes",
+    "std::string": "str",
+    "const char*": "str",
+    "ffi.SmallStr": "str",
+    "ffi.String": "str",
     "DataType": "dtype",
-    "Device": "Device",
-    "Optional": "Optional",
-    "Variant": "Variant",
+    "std::vector": "Array",
+    "std::optional": "Optional",
+    "std::variant": "Union",
+    "std::tuple": "tuple",
+    "std::map": "Map",
+    "std::unordered_map": "Map",
+    "std::function": "Callable",
+    "ObjectRValueRef": "Object",  # no move semantics in Python
 }
 
+# Folds that lose the key (``int`` is also a native type): the schema keeps it in ``type_key``.
+_RETAINED_TYPE_KEYS = frozenset({"ffi.BigInt"})
+
 # Generic containers and how many parameters an argument-less one shows.
-_GENERIC_ARITY = {"Array": 1, "List": 1, "Map": 2, "Dict": 2}
+_GENERIC_ARITY = {"Array": 1, "List": 1, "list": 1, "Map": 2, "Dict": 2, "dict": 2}
 
 
 class TypeSchema:
-    """A parsed type schema: an ``origin`` (a Python type name) and its ``args``."""
+    """A parsed type schema: an ``origin`` (a Python type name) and its ``args``.
 
-    __slots__ = ("args", "named_args", "origin", "type_key")
+    As in the official binding, a function type keeps its signature in
+    ``named_args`` (``{"return": (ret,), "params": (p0, ...)}``, ``params``
+    absent for a packed function of unknown parameters) and has no positional
+    ``args``; ``TypeSchema("Callable", (ret, p0, ...))`` is normalized to that
+    form. An argument-less ``Array``/``List`` gets ``(Any,)`` and an
+    argument-less ``Map``/``Dict`` ``(Any, Any)``. ``fallback`` is the schema a
+    binding annotation uses when the origin itself is unknown to Python.
+    """
+
+    __slots__ = ("args", "fallback", "named_args", "origin", "type_key")
 
     def __init__(
         self,
         origin: str,
         args: tuple[TypeSchema, ...] = (),
+        origin_type_index: int | None = None,
+        fallback: TypeSchema | None = None,
         named_args: dict[str, tuple[TypeSchema, ...]] | None = None,
         type_key: str | None = None,
     ) -> None:
+        del origin_type_index  # accepted for the official signature; resolved on demand
+        if not isinstance(origin, str) or not origin:
+            raise ValueError("schema type must be a nonempty string")
+        args = tuple(args)
+        if any(not isinstance(a, TypeSchema) for a in args):
+            raise TypeError("schema arguments must be TypeSchema instances")
+        if named_args is not None:
+            named_args = _normalize_named_args(named_args)
+        if origin == "Callable":
+            if args and named_args is None:
+                named_args = {"return": (args[0],)}
+                if len(args) > 1:
+                    named_args["params"] = args[1:]
+                args = ()
+            if named_args is not None:
+                if args or set(named_args) - {"return", "params"}:
+                    raise ValueError("Callable uses only named return and params groups")
+                if len(named_args.get("return", ())) != 1:
+                    raise ValueError("Callable return group must contain exactly one type")
+        arity = _GENERIC_ARITY.get(origin)
+        if arity is not None:
+            if len(args) not in (0, arity):
+                raise ValueError(f"{origin} must have 0 or {arity} argument(s)")
+            if not args:
+                args = (TypeSchema("Any"),) * arity
         self.origin = origin
-        self.args = tuple(args)
+        self.args = args
+        self.fallback = fallback
         self.named_args = named_args
         self.type_key = type_key
 
@@ -62,71 +116,143 @@ class TypeSchema:
     def from_json_obj(obj: dict[str, Any]) -> TypeSchema:
         """Parse a schema given as decoded JSON (``{"type": ..., "args": [...]}``)."""
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
-            raise ValueError(f"not a type schema: {obj!r}")
+            raise TypeError(f"expected a schema dict with a 'type' string, got {obj!r}")
         key: str = obj["type"]
         origin = _ORIGIN_NAMES.get(key, key)
-        args = tuple(TypeSchema.from_json_obj(a) for a in obj.get("args", ()))
+        raw_args = obj.get("args", ())
+        if not isinstance(raw_args, (list, tuple)):
+            raw_args = ()
+        fallback = TypeSchema.from_json_obj(obj["fallback"]) if "fallback" in obj else None
         named = obj.get("named_args")
         named_args = None
-        if isinstance(named, dict):
+        if named is not None:
+            if not isinstance(named, dict):
+                raise TypeError("named_args must be a map of names to type lists")
             named_args = {
                 k: tuple(TypeSchema.from_json_obj(a) for a in v) for k, v in named.items()
             }
-        if origin == "Callable" and named_args is not None:
-            # A typed function: args are (return, *params), as the official binding keeps them.
-            ret = named_args.get("return") or (TypeSchema("None"),)
-            params = named_args.get("params")
-            if params is not None:
-                args = (ret[0], *params)
-        return TypeSchema(origin, args, named_args, key)
+        # Non-object entries (e.g. std::array's length) are not types: skip them.
+        args = tuple(TypeSchema.from_json_obj(a) for a in raw_args if isinstance(a, dict))
+        if key == "std::function" and len(raw_args) == 2 and isinstance(raw_args[1], list):
+            # The legacy std::function spelling: [return, [params...]].
+            named_args = {
+                "return": (TypeSchema.from_json_obj(raw_args[0]),),
+                "params": tuple(TypeSchema.from_json_obj(a) for a in raw_args[1]),
+            }
+            args = ()
+        type_key = key if key in _RETAINED_TYPE_KEYS else None
+        return TypeSchema(origin, args, None, fallback, named_args, type_key)
 
     @staticmethod
     def from_json_str(s: str) -> TypeSchema:
         """Parse a schema given as JSON text."""
         return TypeSchema.from_json_obj(json.loads(s))
 
-    def _is_packed_callable(self) -> bool:
-        return self.origin == "Callable" and (
-            self.named_args is None or self.named_args.get("params") is None
-        )
-
     def repr(self, ty_map: Callable[[str], str] | None = None) -> str:
         """The schema as a Python annotation, each type name passed through ``ty_map``."""
-        name = ty_map if ty_map is not None else (lambda t: t)
-        origin = self.origin
-        if origin in ("Optional", "Variant"):
+        return self.output_repr(ty_map)
+
+    def output_repr(self, ty_map: Callable[[str], str] | None = None) -> str:
+        """The annotation of a value this schema produces (a return value, a field)."""
+        return self._render(ty_map, False, frozenset())
+
+    def input_repr(self, ty_map: Callable[[str], str] | None = None) -> str:
+        """The annotation of what a parameter of this schema accepts.
+
+        An object type that registers ``__ffi_convert_type_schema__`` (the
+        schema of the values it converts from) is rendered as that schema.
+        """
+        return self._render(ty_map, True, frozenset())
+
+    def _render(self, ty_map: Callable[[str], str] | None, inp: bool, seen: frozenset[str]) -> str:
+        if self.fallback is not None and _object_index(self.origin) is None:
+            return self.fallback._render(ty_map, inp, seen)
+        if inp and self.origin not in seen:
+            convert = _convert_schema_of(self.origin)
+            if convert is not None:
+                return convert._render(ty_map, inp, seen | {self.origin})
+        origin = self.origin if ty_map is None else ty_map(self.origin)
+        if self.origin == "Callable":
+            if not self.named_args:
+                return "Callable[..., Any]"
+            ret = self.named_args["return"][0]._render(ty_map, inp, seen)
+            params = self.named_args.get("params")
+            if params is None:
+                return f"Callable[..., {ret}]"
+            inner = ", ".join(p._render(ty_map, inp, seen) for p in params)
+            return f"Callable[[{inner}], {ret}]"
+        args = [a._render(ty_map, inp, seen) for a in self.args]
+        if self.origin in ("Optional", "Variant", "Union"):
             parts: list[str] = []
-            for a in self.args:
-                text = a.repr(ty_map)
+            for text in args:
                 if text not in parts:
                     parts.append(text)
-            if origin == "Optional":
+            if self.origin == "Optional":
                 parts.append("None")
             return " | ".join(parts)
-        if origin == "Callable":
-            if self._is_packed_callable():
-                return f"{name('Callable')}[..., Any]"
-            ret, params = self.args[0], self.args[1:]
-            inner = ", ".join(p.repr(ty_map) for p in params)
-            return f"{name('Callable')}[[{inner}], {ret.repr(ty_map)}]"
-        arity = _GENERIC_ARITY.get(origin)
-        if arity is not None:
-            args = [a.repr(ty_map) for a in self.args] or ["Any"] * arity
-            return f"{name(origin)}[{', '.join(args)}]"
-        if self.args:
-            return f"{name(origin)}[{', '.join(a.repr(ty_map) for a in self.args)}]"
-        return name(origin)
+        if args:
+            return f"{origin}[{', '.join(args)}]"
+        return origin
 
     def __str__(self) -> str:
         return self.repr()
 
     def __repr__(self) -> str:
-        return f"TypeSchema({self.repr()!r})"
+        return self.repr()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TypeSchema):
             return NotImplemented
-        return self.origin == other.origin and self.args == other.args
+        return (
+            self.origin == other.origin
+            and self.args == other.args
+            and self.named_args == other.named_args
+            and self.fallback == other.fallback
+        )
 
     def __hash__(self) -> int:
         return hash((self.origin, self.args))
+
+
+def _normalize_named_args(
+    named_args: dict[str, Any],
+) -> dict[str, tuple[TypeSchema, ...]]:
+    if not isinstance(named_args, dict):
+        raise TypeError("named_args must be a map of names to type lists")
+    out: dict[str, tuple[TypeSchema, ...]] = {}
+    for name, values in named_args.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError("named_args keys must be nonempty strings")
+        if not isinstance(values, (list, tuple)) or any(
+            not isinstance(v, TypeSchema) for v in values
+        ):
+            raise TypeError("named_args values must be sequences of TypeSchema")
+        out[name] = tuple(values)
+    return out
+
+
+def _object_index(origin: str) -> int | None:
+    """Type index of ``origin`` when it is a registered object type key (has a dot)."""
+    if "." not in origin:
+        return None
+    from . import _core
+
+    index: int | None = _core._type_key_to_index(origin)
+    return index
+
+
+def _convert_schema_of(origin: str) -> TypeSchema | None:
+    """The ``__ffi_convert_type_schema__`` of object type ``origin``, parsed; else None."""
+    index = _object_index(origin)
+    if index is None:
+        return None
+    from . import _core
+
+    raw = _core._lookup_type_attr(index, "__ffi_convert_type_schema__")
+    if raw is None:
+        return None
+    if isinstance(raw, TypeSchema):
+        return raw
+    if isinstance(raw, dict):
+        return TypeSchema.from_json_obj(raw)
+    return TypeSchema.from_json_str(str(raw))

@@ -1,0 +1,7 @@
+"""The Rust target of the stub generator (``--target rust``)."""
+
+from __future__ import annotations
+
+from .generator import RustGenerator
+
+__all__ = ["RustGenerator"]

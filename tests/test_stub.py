@@ -1,0 +1,252 @@
+"""tvmffi.stub: the stub generator (``tvmffi-stubgen``, the official ``tvm-ffi-stubgen``)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tvmffi
+import tvmffi.testing
+from tvmffi.core import TypeSchema
+from tvmffi.stub import consts as C
+from tvmffi.stub.cli import _stage_3
+from tvmffi.stub.file_utils import FileInfo
+from tvmffi.stub.generator import get_generator
+from tvmffi.stub.layout import ByteRange, classify
+from tvmffi.stub.lib_state import collect_type_keys, object_info_from_type_key
+from tvmffi.stub.utils import ObjectInfo, Options
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(tvmffi.__file__)))
+B, E = C.PYTHON_SYNTAX.begin, C.PYTHON_SYNTAX.end
+
+USER_FILE = f'''"""A user module: everything outside the markers is theirs."""
+{B} import-section
+{E}
+import os  # user import, kept
+
+
+def helper() -> int:  # user code, kept byte for byte
+    return 42
+
+{B} global/testing
+{E}
+
+
+class TestIntPair:
+    {B} object/testing.TestIntPair
+    {E}
+
+    def user_method(self) -> str:
+        return "mine"
+
+
+__all__ = [
+    {B} __all__
+    {E}
+]
+'''
+
+
+def _stubgen(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run(
+        [sys.executable, "-m", "tvmffi.stub", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def _user_lines(text: str) -> list[str]:
+    """The lines outside generated blocks (markers included)."""
+    out, inside = [], False
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith(B):
+            out.append(line)
+            inside = True
+        elif s.startswith(E):
+            out.append(line)
+            inside = False
+        elif not inside:
+            out.append(line)
+    return out
+
+
+def test_generates_stubs_keeps_user_code_and_is_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "mod.py"
+    path.write_text(USER_FILE, encoding="utf-8")
+    os.chmod(path, 0o640)
+    run = _stubgen(str(path))
+    assert run.returncode == 0, run.stdout + run.stderr
+    text = path.read_text(encoding="utf-8")
+    assert _user_lines(text) == _user_lines(USER_FILE)
+    assert "    def add_one(_0: int, /) -> int: ..." in text
+    assert '_FFI_INIT_FUNC("testing", __name__)' in text
+    # The object block: fields, then the reflected init and methods.
+    assert "    a: int" in text and "    b: int" in text
+    assert "        def __ffi_init__(self, _0: int, _1: int, /) -> None: ..." in text
+    assert "        def sum(self, /) -> int: ..." in text
+    assert '    "add_one",' in text and '    "TestIntPair",' in text
+    # A locally defined type is not imported; the file still compiles.
+    assert "import TestIntPair" not in text
+    compile(text, str(path), "exec")
+    # Written atomically: no temporary file left, the file's mode kept.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mod.py"]
+    assert path.stat().st_mode & 0o777 == 0o640
+    # A second run changes nothing, and --check agrees the file is fresh.
+    assert _stubgen(str(path)).returncode == 0
+    assert path.read_text(encoding="utf-8") == text
+    assert _stubgen("--check", str(path)).returncode == 0
+
+
+def test_check_reports_a_stale_file_without_writing(tmp_path: Path) -> None:
+    path = tmp_path / "mod.py"
+    path.write_text(USER_FILE, encoding="utf-8")
+    run = _stubgen("--check", str(path))
+    assert run.returncode == 1
+    assert "[Stale]" in run.stdout and str(path) in run.stdout
+    assert path.read_text(encoding="utf-8") == USER_FILE
+
+
+def test_output_matches_the_official_generator(tmp_path: Path) -> None:
+    official = shutil.which("tvm-ffi-stubgen", path=os.path.dirname(sys.executable))
+    if official is None:
+        pytest.skip("the official tvm-ffi-stubgen script is not installed")
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for d in (ours, theirs):
+        d.mkdir()
+        (d / "mod.py").write_text(USER_FILE, encoding="utf-8")
+    assert _stubgen(str(ours / "mod.py")).returncode == 0
+    subprocess.run([official, str(theirs / "mod.py")], capture_output=True, check=True, timeout=120)
+    assert (ours / "mod.py").read_text() == (theirs / "mod.py").read_text()
+    # --init scaffolding, too.
+    init = ["--init-pypkg", "demo-pkg", "--init-lib", "demo_shared", "--init-prefix", "testing"]
+    assert _stubgen(*init, str(ours)).returncode == 0
+    subprocess.run([official, *init, str(theirs)], capture_output=True, check=True, timeout=120)
+    for name in ("_ffi_api.py", "__init__.py"):
+        mine = (ours / "testing" / name).read_text()
+        assert mine == (theirs / "testing" / name).read_text()
+    assert 'LIB = _FFI_LOAD_LIB("demo-pkg", "demo_shared")' in mine or name == "__init__.py"
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ([f"{B} global/a", f"{B} global/b", E], "Nested stub not permitted at line 2"),
+        (["x = 1", E], "Unmatched .* at line 2"),
+        (["x = 1", f"{B} global/a"], "Unclosed stub block .*opened at line 2"),
+        ([f"{B} nonsense/a", E], "Unknown stub type `nonsense/a` at line 1"),
+        ([f"{C.PYTHON_SYNTAX.prefix}two words): x"], "Unknown stub type at line 1"),
+    ],
+)
+def test_bad_markers_name_the_file_and_line(tmp_path: Path, lines: list[str], message: str) -> None:
+    path = tmp_path / "bad.py"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=message) as info:
+        FileInfo.from_file(path)
+    assert str(path.resolve()) in str(info.value)
+
+
+def test_a_bad_file_fails_the_run_but_not_the_others(tmp_path: Path) -> None:
+    good = tmp_path / "good.py"
+    good.write_text(f"{B} global/testing\n{E}\n", encoding="utf-8")
+    bad = tmp_path / "bad.py"
+    bad_text = f"{C.PYTHON_SYNTAX.ty_map} no arrow here\n{B} global/testing\n{E}\n"
+    bad.write_text(bad_text, encoding="utf-8")
+    run = _stubgen(str(tmp_path))
+    assert run.returncode == 2
+    assert f'[Failed] File "{bad.resolve()}"' in run.stdout
+    assert "Invalid ty_map format at line 1" in run.stdout
+    assert "def add_one" in good.read_text(encoding="utf-8")
+
+
+def test_unknown_directive_and_unregistered_type_are_errors(tmp_path: Path) -> None:
+    path = tmp_path / "mod.py"
+    path.write_text(f"{C.PYTHON_SYNTAX.directive('bogus')} x\n", encoding="utf-8")
+    info = FileInfo.from_file(path)
+    assert info is not None
+    python = get_generator("python")
+    with pytest.raises(ValueError, match="Unknown directive `bogus` at line 1"):
+        _stage_3(info, Options(dry_run=True), python.default_ty_map(), {}, python)
+    path.write_text(f"{B} object/testing.NoSuchType\n{E}\n", encoding="utf-8")
+    info = FileInfo.from_file(path)
+    assert info is not None
+    with pytest.raises(ValueError, match=r"object/testing.NoSuchType` \(line 1\).*no longer"):
+        _stage_3(info, Options(dry_run=True), python.default_ty_map(), {}, python)
+
+
+def test_ty_map_renames_and_imports(tmp_path: Path) -> None:
+    path = tmp_path / "mod.py"
+    path.write_text(
+        f"{C.PYTHON_SYNTAX.ty_map} testing.TestIntPair -> mypkg.Pair\n"
+        f"{B} import-section\n{E}\n{B} global/testing\n{E}\n",
+        encoding="utf-8",
+    )
+    assert _stubgen(str(path)).returncode == 0
+    text = path.read_text(encoding="utf-8")
+    assert "    from mypkg import Pair" in text
+    assert "def TestIntPairSum(_0: Pair, /) -> int: ..." in text
+
+
+def test_type_schema_official_normal_form() -> None:
+    flat = TypeSchema("Callable", (TypeSchema("int"), TypeSchema("str")))
+    assert flat.args == ()
+    assert flat.named_args == {"return": (TypeSchema("int"),), "params": (TypeSchema("str"),)}
+    assert flat.repr() == "Callable[[str], int]"
+    assert TypeSchema("Callable", (TypeSchema("int"),)).repr() == "Callable[..., int]"
+    assert TypeSchema("List").args == (TypeSchema("Any"),)
+    assert TypeSchema("Map").repr() == "Map[Any, Any]"
+    with pytest.raises(ValueError, match="Map must have 0 or 2"):
+        TypeSchema("Map", (TypeSchema("int"),))
+    with pytest.raises(ValueError, match="nonempty"):
+        TypeSchema("")
+    lst = TypeSchema.from_json_str('{"type": "ffi.List", "args": [{"type": "int"}]}')
+    names = {"List": "MutableSequence"}
+    assert lst.output_repr(lambda t: names.get(t, t)) == "MutableSequence[int]"
+    assert lst.input_repr(lambda t: {"List": "Sequence"}.get(t, t)) == "Sequence[int]"
+    assert TypeSchema.from_json_str('{"type": "void*"}').origin == "ctypes.c_void_p"
+    assert TypeSchema.from_json_str('{"type": "ffi.BigInt"}').type_key == "ffi.BigInt"
+    assert TypeSchema.from_json_str('{"type": "ffi.String"}').type_key is None
+
+
+def test_object_info_reads_native_layout_facts() -> None:
+    base = ObjectInfo.from_type_info(tvmffi.testing._TestCxxClassBase.__tvm_ffi_type_info__)
+    assert base.ancestors == ["ffi.Object"] and base.total_size == 40
+    assert [(f.name, f.size, f.alignment, f.offset) for f in base.fields] == [
+        ("v_i64", 8, 8, 24),
+        ("v_i32", 4, 4, 32),
+    ]
+    assert object_info_from_type_key("ffi.Function").total_size is None
+    with pytest.raises(ValueError, match="NoSuchType"):
+        object_info_from_type_key("testing.NoSuchType")
+
+
+def test_coverage_report_classifies_the_registry(tmp_path: Path) -> None:
+    out = tmp_path / "coverage.json"
+    run = _stubgen("--coverage-out", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["testing.TestCxxClassBase"]["verdict"] == "complete"
+    assert report["testing.TestCxxClassHiddenField"]["uncovered"] == [[32, 40]]
+    infos = {k: object_info_from_type_key(k) for ks in collect_type_keys().values() for k in ks}
+    verdicts = classify(infos)
+    assert verdicts["testing.TestCxxClassDerived"].own_bytes == ByteRange(40, 56)
+    assert verdicts["ffi.Function"].reason == "layout-unknown"
+
+
+def test_command_is_installed_under_tvmffis_name() -> None:
+    scripts = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="console_scripts")}
+    assert scripts.get("tvmffi-stubgen") == "tvmffi.stub.cli:__main__"
+    # The official wheel's own script is left alone.
+    assert scripts.get("tvm-ffi-stubgen") == "tvm_ffi.stub.cli:__main__"
+    run = _stubgen()
+    assert run.returncode == 1 and "usage: tvm-ffi-stubgen" in run.stdout
