@@ -4,6 +4,7 @@
  */
 #include "core.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* Inline form: up to 7 bytes live in v_bytes, the rest zero-filled so the
@@ -187,8 +188,67 @@ PyTypeObject TVMFFIStringType = {
     .tp_getset = string_getset,
 };
 
+/* Whether all `n` bytes are ASCII, a word at a time. */
+static int all_ascii(const char* p, size_t n) {
+  uint64_t acc = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    acc |= w;
+  }
+  for (; i < n; ++i) acc |= (unsigned char)p[i];
+  return (acc & 0x8080808080808080ULL) == 0;
+}
+
+#if PY_VERSION_HEX < 0x030E0000
+/* An ASCII String built directly in the layout str.__new__ gives instances
+ * of str subclasses (CPython 3.10-3.13 "non-compact" str: the header, then a
+ * separately allocated character buffer that is also the UTF-8 form, freed by
+ * str's own dealloc). str.__new__(String, s) would first need a plain str and
+ * an argument tuple, then copy: two allocations and two passes more, about a
+ * third of echo(<100-char str>). The fields set are the public struct fields
+ * of cpython/unicodeobject.h; tp_alloc zero-fills the rest. */
+static PyObject* ascii_string_new(const char* data, size_t n) {
+  char* buf = PyObject_Malloc(n + 1);
+  if (buf == NULL) return PyErr_NoMemory();
+  PyObject* s = TVMFFIStringType.tp_alloc(&TVMFFIStringType, 0);
+  if (s == NULL) {
+    PyObject_Free(buf);
+    return NULL;
+  }
+  memcpy(buf, data, n);
+  buf[n] = '\0';
+  PyASCIIObject* a = (PyASCIIObject*)s;
+  a->length = (Py_ssize_t)n;
+  a->hash = -1;
+  a->state.kind = PyUnicode_1BYTE_KIND;
+  a->state.compact = 0;
+  a->state.ascii = 1;
+#if PY_VERSION_HEX < 0x030C0000
+  a->state.ready = 1;
+#endif
+  ((PyCompactUnicodeObject*)s)->utf8_length = (Py_ssize_t)n;
+  ((PyCompactUnicodeObject*)s)->utf8 = buf;
+  ((PyUnicodeObject*)s)->data.any = buf;
+  return s;
+}
+#endif
+
 PyObject* tvmffi_string_from_owned(TVMFFIObjectHandle h) {
-  PyObject* plain = tvmffi_bytearray_to_str((TVMFFIByteArray*)tvmffi_cell(h));
+  const TVMFFIByteArray* chars = (const TVMFFIByteArray*)tvmffi_cell(h);
+#if PY_VERSION_HEX < 0x030E0000
+  if (all_ascii(chars->data, chars->size)) {
+    PyObject* fast = ascii_string_new(chars->data, chars->size);
+    if (fast == NULL) {
+      TVMFFIObjectDecRef(h);
+      return NULL;
+    }
+    ((TVMFFIPyString*)fast)->handle = h;
+    return fast;
+  }
+#endif
+  PyObject* plain = tvmffi_bytearray_to_str(chars);
   PyObject* args = plain == NULL ? NULL : PyTuple_Pack(1, plain);
   Py_XDECREF(plain);
   PyObject* s = args == NULL ? NULL : string_new(&TVMFFIStringType, args, NULL);

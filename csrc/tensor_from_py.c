@@ -280,7 +280,29 @@ static int push_tensor(TVMFFIObjectHandle h, TVMFFIAny* out, TempList* temps) {
   return 0;
 }
 
+/* The Tensor object this call already built for `obj`, or NULL. A tensor
+ * passed more than once to one call (nop(y, y, y)) is described once and the
+ * callee gets one Tensor object for it, as it would for one tvmffi.Tensor
+ * passed three times: a torch export alone costs ~50 ns. The call's
+ * temporaries own that object until the call returns. Only the last few
+ * temporaries are looked at, so converting a long list of tensors stays
+ * linear; a repeat further back is simply described again. */
+#define REPEAT_WINDOW 8
+static TVMFFIObjectHandle converted_in_call(const TempList* temps, PyObject* obj) {
+  int stop = temps->size > REPEAT_WINDOW ? temps->size - REPEAT_WINDOW : 0;
+  for (int i = temps->size - 1; i >= stop; --i) {
+    const TVMFFIObject* o = (const TVMFFIObject*)temps->items[i];
+    if (o->deleter == own_deleter && ((const OwnTensor*)o)->owner == obj) return temps->items[i];
+  }
+  return NULL;
+}
+
 int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  TVMFFIObjectHandle seen = converted_in_call(temps, arr);
+  if (seen != NULL) {
+    set_tensor_any(out, seen);
+    return 0;
+  }
   OwnTensor* t = numpy_tensor(arr, argpos);
   return t == NULL ? -1 : push_tensor(t, out, temps);
 }
@@ -300,7 +322,11 @@ int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssiz
 
 int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
                               Py_ssize_t argpos) {
-  TVMFFIObjectHandle h;
+  TVMFFIObjectHandle h = converted_in_call(temps, obj);
+  if (h != NULL) {
+    set_tensor_any(out, h);
+    return 0;
+  }
   if (tensor_handle_from_py(obj, argpos, 0, 0, temps, &h) != 0) return -1;
   return push_tensor(h, out, temps);
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -212,3 +213,25 @@ def test_exchange_api_noticed_when_it_appears() -> None:
     del Late.__dlpack_c_exchange_api__  # torch.Tensor's own API now applies
     assert T.echo(x) is x
     assert isinstance(T.make_array_with_tensor(x)[0], torch.Tensor)
+
+
+@pytest.mark.parametrize("make", [lambda: torch.arange(6.0), lambda: np.arange(6.0)])
+def test_a_tensor_passed_twice_is_one_tensor_object(make: Any) -> None:
+    """One source passed several times to a call is described once: the callee
+    sees one Tensor object for it (and a distinct one for another source)."""
+    a, b = make(), make()
+    seen = tvmffi.convert(
+        lambda p, q, r, s: (p.same_as(q), p.same_as(s), p.same_as(r), r.shape, p.data_ptr())
+    )
+    same_pq, same_ps, same_pr, shape, ptr = seen(a, a, b, a)
+    assert same_pq and same_ps and not same_pr
+    assert tuple(shape) == (6,)
+    assert ptr == (a.data_ptr() if isinstance(a, torch.Tensor) else a.ctypes.data)
+
+
+def test_repeats_inside_a_list_share_the_tensor_object() -> None:
+    x, other = np.arange(4.0), np.arange(4.0)
+    arr = tvmffi.get_global_func("ffi.Array")(x, [x, other, x], x)
+    assert arr[0].same_as(arr[2]) and arr[1][0].same_as(arr[0]) and arr[1][2].same_as(arr[0])
+    assert not arr[1][1].same_as(arr[0])
+    assert arr[1][1].data_ptr() == other.ctypes.data

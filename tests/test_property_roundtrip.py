@@ -137,3 +137,18 @@ def test_protocol_results_convert_or_raise_type_error(result: Any, protocol: str
         assert type(got) is float and got == float(result)
     else:
         assert same(plain(got), expected(result))
+
+
+@given(st.one_of(st.text(min_size=8, max_size=300),
+                 st.text(alphabet=st.characters(max_codepoint=127), min_size=8, max_size=300)))
+def test_heap_string_results_behave_as_the_str(s: str) -> None:
+    """A heap string result is a String (a str subclass) indistinguishable from
+    the str with the same text: ASCII results are built directly in str's
+    subclass layout, the rest through str.__new__."""
+    r = echo(s)
+    assert type(r) is tvmffi.core.String
+    assert r == s and str(r) == s and hash(r) == hash(s) and len(r) == len(s)
+    assert r.encode() == s.encode() and r.isascii() == s.isascii()
+    assert r[1:-1] == s[1:-1] and r + "!" == s + "!" and repr(r) == repr(s)
+    assert {r: 1}[s] == 1 and (r < s + "\x00") and r.upper() == s.upper()
+    assert echo(r) == s and echo(r)._tvm_ffi_cached_object is not None
