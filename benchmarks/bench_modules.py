@@ -26,6 +26,7 @@ CASES = [
     Case("mod.add_int (cached attribute)", "o_mod.add_int", "t_mod.add_int"),
     Case("mod.add_int(1, 2)", "o_mod.add_int(1, 2)", "t_mod.add_int(1, 2)"),
     Case("f = mod.add_int; f(1, 2)", "o_f(1, 2)", "t_f(1, 2)"),
+    Case("f = mod.add_int; f(1, 2) [release_gil=False]", "og_f(1, 2)", "tg_f(1, 2)"),
 ]
 
 
@@ -40,7 +41,13 @@ def main() -> None:
             "t_mod": t_mod,
             "o_f": o_mod.add_int,
             "t_f": t_mod.add_int,
+            # Separate handles (tvmffi caches a module's functions) so that
+            # release_gil = False does not reach the rows above.
+            "og_f": tvmffi.load_module(path).get_function("add_int"),
+            "tg_f": tvm_ffi.load_module(path).get_function("add_int"),
         }
+        env["og_f"].release_gil = False  # type: ignore[attr-defined]
+        env["tg_f"].release_gil = False  # type: ignore[attr-defined]
         report(CASES, env)
 
 

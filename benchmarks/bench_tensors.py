@@ -60,6 +60,11 @@ CASES = [
     Case("echo(y) [torch -> torch.Tensor]", "o_echo(y)", "t_echo(y)"),
     Case("nop(x, x, x) [NumPy, release_gil=False]", "og_nop(x, x, x)", "tg_nop(x, x, x)"),
     Case("nop(x, x, x) [torch, release_gil=False]", "og_nop(y, y, y)", "tg_nop(y, y, y)"),
+    Case(
+        "nop(a, b, c) [distinct torch, release_gil=False]",
+        "og_nop(y, y2, y3)",
+        "tg_nop(y, y2, y3)",
+    ),
     Case("echo(y) [torch -> torch.Tensor, release_gil=False]", "og_echo(y)", "tg_echo(y)"),
     Case("from_dlpack(y) [torch]", "o_from_dlpack(y)", "t_from_dlpack(y)"),
     Case("from_dlpack(x) [NumPy]", "o_from_dlpack(x)", "t_from_dlpack(x)"),
