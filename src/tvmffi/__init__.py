@@ -92,6 +92,28 @@ from . import access_path, container
 from .object import ObjectConvertible
 
 # ---- end w13b block ---------------------------------------------------------------
+# isort: split
+# ---- structural equality/hash/traversal, JSON graph serialization (official names) ----
+from . import serialization, structural
+from .structural import (
+    DefRegionKind,
+    InplaceMode,
+    StructuralKey,
+    StructuralMutator,
+    StructuralVisitor,
+    VisitInterrupt,
+    WalkOrder,
+    WalkResult,
+    get_first_structural_mismatch,
+    structural_equal,
+    structural_hash,
+    structural_map,
+    structural_mutate,
+    structural_visit,
+    structural_walk,
+)
+
+# ---- end of structural, serialization ----
 
 __version__ = "0.1.0"
 
@@ -176,6 +198,27 @@ __all__ += [
     "get_raw_stream",
     "use_raw_stream",
     "use_torch_stream",
+]
+
+# structural equality/hash/traversal, JSON graph serialization
+__all__ += [
+    "DefRegionKind",
+    "InplaceMode",
+    "StructuralKey",
+    "StructuralMutator",
+    "StructuralVisitor",
+    "VisitInterrupt",
+    "WalkOrder",
+    "WalkResult",
+    "get_first_structural_mismatch",
+    "serialization",
+    "structural",
+    "structural_equal",
+    "structural_hash",
+    "structural_map",
+    "structural_mutate",
+    "structural_visit",
+    "structural_walk",
 ]
 
 # Registers ffi.Module.load_from_bytes.tvmffi_dso (module libraries embedded in another).

@@ -1,0 +1,94 @@
+"""tvmffi.serialization: the runtime's JSON graph format, round trips and bad input."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tvmffi
+import tvmffi.testing
+from tvmffi import Array, Dict, List, Map
+from tvmffi.serialization import from_json_graph_str, to_json_graph_str
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(json_values)
+def test_round_trip_is_structurally_equal(value: Any) -> None:
+    text = to_json_graph_str(value)
+    assert isinstance(text, str)
+    json.loads(text)  # valid JSON
+    assert tvmffi.structural_equal(from_json_graph_str(text), value)
+
+
+def test_round_trip_kinds() -> None:
+    assert from_json_graph_str(to_json_graph_str(None)) is None
+    assert from_json_graph_str(to_json_graph_str(True)) is True
+    assert from_json_graph_str(to_json_graph_str(10**15)) == 10**15
+    assert from_json_graph_str(to_json_graph_str("héllo")) == "héllo"
+    assert from_json_graph_str(to_json_graph_str(b"\x00\x01")) == b"\x00\x01"
+    dev = tvmffi.device("cuda:1")
+    assert from_json_graph_str(to_json_graph_str(dev)) == dev
+    assert from_json_graph_str(to_json_graph_str(tvmffi.dtype("float32x4"))) == "float32x4"
+    assert type(from_json_graph_str(to_json_graph_str(List([1])))) is List
+    assert type(from_json_graph_str(to_json_graph_str(Dict({"a": 1})))) is Dict
+    assert type(from_json_graph_str(to_json_graph_str(Map({"a": 1})))) is Map
+    pair = tvmffi.testing.TestIntPair(3, 4)
+    back = from_json_graph_str(to_json_graph_str(pair))
+    assert (back.a, back.b) == (3, 4)
+
+
+def test_shared_references_kept() -> None:
+    shared = Array([1, 2])
+    back = from_json_graph_str(to_json_graph_str(Array([shared, shared])))
+    assert back[0].same_as(back[1])
+
+
+def test_metadata_is_stored() -> None:
+    text = to_json_graph_str(Array([1]), {"version": "1.0", "n": 3})
+    assert json.loads(text)["metadata"] == {"version": "1.0", "n": 3}
+    assert list(from_json_graph_str(text)) == [1]
+
+
+def test_same_text_as_official_binding() -> None:
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    value = {"a": [1, 2.5, "x"], "b": None}
+    assert to_json_graph_str(value) == tvm_ffi.serialization.to_json_graph_str(value)
+    official_text = tvm_ffi.serialization.to_json_graph_str(tvm_ffi.convert([1, {"k": 2}]))
+    assert tvmffi.structural_equal(from_json_graph_str(official_text), [1, {"k": 2}])
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "not json", "[1, 2", '{"root_index": 5, "nodes": []}', '{"nodes": [{"type": "nope"}]}'],
+)
+def test_bad_text_raises(text: str) -> None:
+    with pytest.raises((ValueError, RuntimeError, TypeError)):
+        from_json_graph_str(text)
+
+
+def test_bad_argument_types_raise_type_error() -> None:
+    with pytest.raises(TypeError, match="Expected `str` but got `int`"):
+        from_json_graph_str(42)  # type: ignore[arg-type]
+
+
+def test_cycle_raises_value_error() -> None:
+    lst = List([1])
+    lst.append(lst)
+    with pytest.raises(ValueError, match=r"[Cc]ycle"):
+        to_json_graph_str(lst)

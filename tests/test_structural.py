@@ -1,0 +1,385 @@
+"""tvmffi.structural: structural equality, hash, mismatch paths, keys and traversals.
+
+Every operation is the runtime's own ``ffi.Structural*`` function, so results are
+compared with the official binding's on the same runtime where that binding is there.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tvmffi
+import tvmffi.testing
+from tvmffi import (
+    Array,
+    DefRegionKind,
+    Dict,
+    InplaceMode,
+    List,
+    Map,
+    StructuralKey,
+    StructuralMutator,
+    StructuralVisitor,
+    VisitInterrupt,
+    WalkOrder,
+    WalkResult,
+)
+from tvmffi.access_path import AccessPath
+
+make_regions = tvmffi.get_global_func("testing.make_visit_region_graph")
+
+# JSON-like values the runtime converts: nested lists/dicts of scalars and strings.
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+# ---- equality, hash, mismatch -----------------------------------------------------
+def test_equal_and_hash_ignore_dict_order() -> None:
+    lhs = {"items": [1, 2, {"k": 3}], "meta": {"tag": "x"}}
+    rhs = {"meta": {"tag": "x"}, "items": [1, 2, {"k": 3}]}
+    other = {"items": [1, 2, {"k": 4}], "meta": {"tag": "x"}}
+    assert tvmffi.structural_equal(lhs, rhs) is True
+    assert tvmffi.structural_equal(lhs, other) is False
+    assert tvmffi.structural_hash(lhs) == tvmffi.structural_hash(rhs)
+    assert tvmffi.structural_hash(lhs) != tvmffi.structural_hash(other)
+
+
+def test_hash_is_unsigned_64_bit() -> None:
+    hashes = [tvmffi.structural_hash([i]) for i in range(64)]
+    assert all(0 <= h < 2**64 for h in hashes)
+    assert any(h >= 2**63 for h in hashes)  # the int64 result was masked, not clipped
+
+
+def test_map_and_dict_differ_structurally() -> None:
+    assert not tvmffi.structural_equal(Map({"a": 1}), Dict({"a": 1}))
+    assert tvmffi.structural_equal(Dict({"a": 1, "b": 2}), Dict({"b": 2, "a": 1}))
+
+
+def test_tensor_content_policy() -> None:
+    t1 = tvmffi.from_dlpack(np.array([1.0, 2.0], dtype="float32"))
+    t2 = tvmffi.from_dlpack(np.array([1.0, 3.0], dtype="float32"))
+    assert not tvmffi.structural_equal(t1, t2)
+    assert tvmffi.structural_equal(t1, t2, skip_tensor_content=True)
+    assert tvmffi.structural_hash(t1, skip_tensor_content=True) == tvmffi.structural_hash(
+        t2, skip_tensor_content=True
+    )
+
+
+def test_first_mismatch_paths() -> None:
+    assert tvmffi.get_first_structural_mismatch([1, [2, 3]], [1, [2, 3]]) is None
+    mismatch = tvmffi.get_first_structural_mismatch([1, [2, 3]], [1, [2, 4]])
+    assert isinstance(mismatch, tuple) and len(mismatch) == 2
+    expected = AccessPath.root().array_item(1).array_item(1)
+    assert mismatch[0] == expected and mismatch[1] == expected
+    lhs, rhs = tvmffi.get_first_structural_mismatch({"a": 1}, {"b": 1}) or (None, None)
+    assert isinstance(lhs, AccessPath) and isinstance(rhs, AccessPath)
+
+
+@settings(max_examples=60, deadline=None)
+@given(json_values, json_values)
+def test_equal_agrees_with_hash_and_mismatch(a: Any, b: Any) -> None:
+    equal = tvmffi.structural_equal(a, b)
+    assert equal == (tvmffi.get_first_structural_mismatch(a, b) is None)
+    assert tvmffi.structural_equal(a, a)
+    if equal:
+        assert tvmffi.structural_hash(a) == tvmffi.structural_hash(b)
+    assert (StructuralKey(a) == StructuralKey(b)) == equal
+
+
+def test_same_results_as_official_binding() -> None:
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    values = [None, 1, 2.5, "s", b"b", [1, [2]], {"a": [1, {"b": 2}]}, Map({"k": Array([1])})]
+    for v in values:
+        assert tvmffi.structural_hash(v) == tvm_ffi.structural_hash(v)
+        assert tvmffi.structural_hash(v, map_free_vars=True) == tvm_ffi.structural_hash(
+            v, map_free_vars=True
+        )
+    assert tvmffi.StructuralKey([1, 2]).hash_i64 == tvm_ffi.StructuralKey([1, 2]).hash_i64
+
+
+# ---- StructuralKey -----------------------------------------------------------------
+def test_structural_key_in_python_dict_and_map() -> None:
+    k1 = StructuralKey({"x": [1, 2], "y": [3]})
+    k2 = StructuralKey({"y": [3], "x": [1, 2]})
+    k3 = StructuralKey({"x": [1, 2], "y": [5]})
+    assert k1 == k2 and k1 != k3
+    assert (k1 != k2) is False
+    assert hash(k1) == hash(k2) == tvmffi.structural_hash(k1.key)
+    assert {k1: "a", k3: "b"}[k2] == "a"
+    m = Map({k1: 1, k2: 2, k3: 3})
+    assert len(m) == 2 and m[k1] == 2 and m[k3] == 3
+    assert k1 != [1, 2]  # only another key compares equal
+    assert type(tvmffi.get_global_func("testing.echo")(k1)) is StructuralKey
+
+
+# ---- VisitInterrupt, visitor/mutator objects ------------------------------------------
+def test_visit_interrupt_payload_and_default() -> None:
+    assert tvmffi.structural_equal(VisitInterrupt({"a": [1]}).value, {"a": [1]})
+    assert VisitInterrupt().value is None
+
+
+@pytest.mark.parametrize("cls", [StructuralVisitor, StructuralMutator])
+def test_traversal_objects_not_constructible(cls: type) -> None:
+    with pytest.raises(TypeError, match="cannot be constructed directly"):
+        cls()
+
+
+def test_enums() -> None:
+    assert (WalkOrder.PREORDER, WalkOrder.POSTORDER) == (0, 1)
+    assert (WalkResult.ADVANCE, WalkResult.SKIP) == (0, 1)
+    assert (InplaceMode.DISALLOW, InplaceMode.ALLOW) == (0, 1)
+    assert (DefRegionKind.NONE, DefRegionKind.DEF_PATTERN, DefRegionKind.DEF_SIMPLE) == (0, 1, 2)
+
+
+# ---- structural_walk ---------------------------------------------------------------
+def test_walk_typed_callbacks_pre_and_post() -> None:
+    root = Array([Array([1]), 2.5, "s"])
+    for order, expected in [
+        ("pre", ["array", "array", "int:1", "float", "str"]),
+        (WalkOrder.PREORDER, ["array", "array", "int:1", "float", "str"]),
+        ("post", ["int:1", "array", "float", "str", "array"]),
+    ]:
+        trace: list[str] = []
+        result = tvmffi.structural_walk(
+            root,
+            [
+                (Array, lambda v, t=trace: t.append("array")),
+                (int, lambda v, t=trace: t.append(f"int:{v}")),
+                ((float, str), lambda v, t=trace: t.append(type(v).__name__)),
+            ],
+            order=order,
+        )
+        assert result is None
+        assert trace == expected
+
+
+def test_walk_skip_and_interrupt() -> None:
+    trace: list[Any] = []
+    tvmffi.structural_walk(
+        Array([Array([1]), 2]),
+        [
+            (Array, lambda v: WalkResult.SKIP if len(v) == 1 else None),
+            (int, trace.append),
+        ],
+        order="pre",
+    )
+    assert trace == [2]
+    found = tvmffi.structural_walk(
+        Array([1, 2, 3]), (int, lambda v: VisitInterrupt(v * 10) if v == 2 else None)
+    )
+    assert isinstance(found, VisitInterrupt) and found.value == 20
+
+
+@pytest.mark.parametrize("catch_all", [Any, object, typing.Any])
+def test_walk_catch_all_and_single_callable(catch_all: Any) -> None:
+    seen: list[str] = []
+    tvmffi.structural_walk(Array([1, "a"]), (catch_all, lambda v: seen.append(type(v).__name__)))
+    assert seen == ["int", "str", "Array"]
+    seen2: list[str] = []
+    tvmffi.structural_walk(Array([1]), lambda v: seen2.append(type(v).__name__), order="pre")
+    assert seen2 == ["Array", "int"]
+
+
+def test_walk_object_base_and_generic_alias_types() -> None:
+    seen: list[str] = []
+    tvmffi.structural_walk(
+        Array([Map({"k": List([1])}), 2]),
+        [(Map, lambda v: seen.append("map")), (tvmffi.Object, lambda v: seen.append("obj"))],
+        order="pre",
+    )
+    assert seen == ["obj", "map", "obj"]
+    seen.clear()
+    tvmffi.structural_walk(Array([Array([1])]), (Array[int], lambda v: seen.append("a")))  # type: ignore[misc]
+    assert seen == ["a", "a"]
+    seen.clear()
+    tvmffi.structural_walk(
+        Array([List([1]), Dict({"a": 1})]),
+        [(list, lambda v: seen.append("l")), (dict, lambda v: seen.append("d"))],
+    )
+    assert seen == ["l", "d"]
+
+
+def test_walk_with_def_region_kind() -> None:
+    kinds: list[tuple[int, DefRegionKind]] = []
+    tvmffi.structural_walk(
+        make_regions(False),
+        with_def_region_kind=(int, lambda v, k: kinds.append((v, k))),
+        order="pre",
+    )
+    assert kinds == [
+        (1, DefRegionKind.DEF_SIMPLE),
+        (2, DefRegionKind.DEF_PATTERN),
+        (3, DefRegionKind.NONE),
+    ]
+    assert all(type(k) is DefRegionKind for _, k in kinds)
+
+
+def test_walk_callback_exception_propagates() -> None:
+    def boom(v: int) -> None:
+        raise KeyError("walk failure")
+
+    with pytest.raises(KeyError, match="walk failure"):
+        tvmffi.structural_walk(Array([1]), (int, boom))
+
+
+@pytest.mark.parametrize(
+    "callbacks",
+    [42, "int", [(int, print), 3], [(int,)], (int, 3, print), [lambda v: v]],
+)
+def test_bad_callback_entries_raise_type_error(callbacks: Any) -> None:
+    with pytest.raises(TypeError, match="structural_walk callbacks"):
+        tvmffi.structural_walk(Array([1]), callbacks)
+
+
+@pytest.mark.parametrize(
+    "bad_type",
+    [complex, tvmffi.Shape, int | None, tuple, "int", 3, int | str],
+)
+def test_unsupported_callback_types_raise_type_error(bad_type: Any) -> None:
+    for api in (tvmffi.structural_walk, tvmffi.structural_map):
+        with pytest.raises(TypeError, match="callback type must be"):
+            api(Array([1]), (bad_type, lambda v: v))
+    with pytest.raises(TypeError, match="structural_visit callback type must be"):
+        tvmffi.structural_visit(Array([1]), (bad_type, lambda v, vis: None))
+
+
+def test_bad_order_raises_value_error() -> None:
+    with pytest.raises(ValueError, match="Unknown structural walk order: 'middle'"):
+        tvmffi.structural_walk(Array([1]), (), order="middle")
+    with pytest.raises(ValueError, match="Unknown structural map order: 2"):
+        tvmffi.structural_map(Array([1]), (), order=2)  # type: ignore[arg-type]
+
+
+# ---- structural_visit --------------------------------------------------------------
+def test_visit_owns_descent() -> None:
+    trace: list[Any] = []
+
+    def on_array(v: Array, visitor: StructuralVisitor) -> Any:
+        assert isinstance(visitor, StructuralVisitor)
+        assert visitor.def_region_kind() == DefRegionKind.NONE
+        trace.append("array")
+        return visitor.visit(v[1])  # only the second child
+
+    def on_int(v: int, visitor: StructuralVisitor) -> Any:
+        trace.append(v)
+        return None
+
+    assert tvmffi.structural_visit(Array([1, 2, 3]), [(Array, on_array), (int, on_int)]) is None
+    assert trace == ["array", 2]
+
+
+def test_visit_with_def_region_kind() -> None:
+    kinds: list[DefRegionKind] = []
+
+    def on_array(v: Array, visitor: StructuralVisitor) -> Any:
+        def inner() -> Any:
+            kinds.append(visitor.def_region_kind())
+            return "inner-result"
+
+        assert visitor.with_def_region_kind(DefRegionKind.DEF_PATTERN, inner) == "inner-result"
+        return visitor.default_visit(v)
+
+    tvmffi.structural_visit(Array([Array([1])]), (Array, on_array))
+    # default_visit bypasses the callback for the outer Array only: the inner one gets it too
+    assert kinds == [DefRegionKind.DEF_PATTERN, DefRegionKind.DEF_PATTERN]
+
+
+# ---- structural_mutate / structural_map ---------------------------------------------
+def test_mutate_inplace_mode_and_copy_on_write() -> None:
+    modes: list[Any] = []
+
+    def with_mode(v: Array, m: StructuralMutator, mode: int) -> Any:
+        modes.append(mode)
+        return m.default_mutate(v)
+
+    def bump(v: int, m: StructuralMutator) -> int:
+        return v + 1
+
+    root = Array([1, 2])
+    out = tvmffi.structural_mutate(root, [(Array, with_mode), (int, bump)])
+    assert list(out) == [2, 3] and list(root) == [1, 2] and not out.same_as(root)
+    assert modes == [InplaceMode.DISALLOW] and type(modes[0]) is int
+    moved = Array([5])
+    out2 = tvmffi.structural_mutate(moved._move(), [(Array, with_mode), (int, bump)])
+    assert modes[-1] == InplaceMode.ALLOW and list(out2) == [6]
+
+
+def test_mutate_callback_signature_checked() -> None:
+    with pytest.raises(TypeError, match=r"\(value, mutator\)"):
+        tvmffi.structural_mutate(Array([1]), (int, lambda v: v))
+
+
+def test_mutator_var_remap_and_region() -> None:
+    regions = make_regions(False)
+    seen: list[Any] = []
+
+    def on_root(v: Any, m: StructuralMutator) -> Any:
+        assert m.var_remap_get(v) is None
+        m.var_remap_set(v, 7)
+        seen.append(m.var_remap_get(v))
+        seen.append(m.with_def_region_kind(DefRegionKind.DEF_SIMPLE, m.def_region_kind))
+        return v
+
+    tvmffi.structural_mutate(regions, (type(regions), on_root))
+    assert seen == [7, DefRegionKind.DEF_SIMPLE]
+
+
+def test_map_replaces_and_keeps_unchanged_identity() -> None:
+    root = Array([Map({"value": Array([1])}), "s"])
+    out = tvmffi.structural_map(root, (int, lambda v: v + 1))
+    assert list(out[0]["value"]) == [2] and list(root[0]["value"]) == [1]
+    same = tvmffi.structural_map(root, (int, lambda v: v))
+    assert same.same_as(root)
+    lengths = tvmffi.structural_map(Array(["abc", b"de"]), [(str, len), (bytes, len)])
+    assert list(lengths) == [3, 2]
+
+
+def test_map_with_def_region_kind() -> None:
+    out = tvmffi.structural_map(
+        make_regions(False),
+        with_def_region_kind=(int, lambda v, k: v * 10 if k == DefRegionKind.NONE else v),
+    )
+    assert (out.simple, out.pattern, out.ordinary) == (1, 2, 30)
+
+
+def test_map_moved_root_changes_in_place() -> None:
+    moved = Array([1])
+    handle = moved.__chandle__()
+    out = tvmffi.structural_map(moved._move(), (int, lambda v: v + 1))
+    assert out.__chandle__() == handle and list(out) == [2]
+
+
+def _interop_cases() -> list[Callable[[Any], Any]]:
+    return [
+        lambda ffi: ffi.structural_hash(ffi.convert([1, {"a": 2}])),
+        lambda ffi: ffi.structural_equal(ffi.convert([1]), ffi.convert([1])),
+    ]
+
+
+def test_official_objects_as_inputs() -> None:
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    official = tvm_ffi.convert([1, {"a": 2}])
+    assert tvmffi.structural_equal(official, [1, {"a": 2}])
+    assert tvmffi.structural_hash(official) == tvm_ffi.structural_hash(official)
+    for case in _interop_cases():
+        assert case(tvmffi) == case(tvm_ffi)
+    # An official-binding class names its FFI type as a callback type too.
+    seen: list[int] = []
+    tvmffi.structural_walk(official, (tvm_ffi.Map, lambda v: seen.append(len(v))))
+    assert seen == [1]
