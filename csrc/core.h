@@ -102,6 +102,7 @@ PyObject* tvmffi_bytes_from_owned(TVMFFIObjectHandle h);
 int tvmffi_string_to_any(PyObject* s, TVMFFIAny* out, TempList* temps);
 int tvmffi_bytes_obj_to_any(PyObject* b, TVMFFIAny* out, TempList* temps);
 int tvmffi_is_bytes_class(PyTypeObject* tp);
+PyObject* tvmffi_bytes_class(void); /* borrowed; NULL before _strings.py set it */
 PyObject* tvmffi_set_bytes_class(PyObject* self, PyObject* cls);
 /* Shape (a tuple subclass set by _set_shape_class) keeping its ffi.Shape. */
 PyObject* tvmffi_set_shape_class(PyObject* self, PyObject* cls);
@@ -155,6 +156,9 @@ int tvmffi_py_class_init(PyObject* module);
 /* ---- rvalue.c: obj._move() ---------------------------------------------------- */
 extern PyTypeObject TVMFFIRValueRefType;
 int tvmffi_rvalue_init(PyObject* module);
+
+/* ---- CAny (cany.c): an owned FFI value held by Python (TypeSchema.convert) -- */
+int tvmffi_cany_init(PyObject* module);
 PyObject* tvmffi_object_move(PyObject* self, PyObject* unused);
 PyObject* tvmffi_object_ctypes_handle(PyObject* self, PyObject* unused);
 /* An ObjectRValueRef argument: a view of kTVMFFIObjectRValueRef pointing at the

@@ -286,6 +286,8 @@ PyObject* tvmffi_set_bytes_class(PyObject* self, PyObject* cls) {
   Py_RETURN_NONE;
 }
 
+PyObject* tvmffi_bytes_class(void) { return g_bytes_class; }
+
 int tvmffi_is_bytes_class(PyTypeObject* tp) {
   return g_bytes_class != NULL && PyType_IsSubtype(tp, (PyTypeObject*)g_bytes_class);
 }

@@ -97,6 +97,23 @@ _OPAQUE_PTR_HANDLERS: dict[type, Callable[[Any], int]]
 
 def _convert(value: Any) -> Any: ...
 
+# ---- rvalue.c ----------------------------------------------------------------
+class ObjectRValueRef:
+    """An object passed by move (``obj._move()``)."""
+
+    @property
+    def obj(self) -> Object: ...
+
+# ---- cany.c ------------------------------------------------------------------
+class CAny:
+    """An owned FFI value, packed as a call argument is."""
+
+    def __init__(self, value: Any = None) -> None: ...
+    @property
+    def type_index(self) -> int: ...
+
+def _to_py_class_value(value: CAny) -> Any: ...
+
 # ---- error_object.c ----------------------------------------------------------
 def _error_init(self: Object, kind: str, message: str, backtrace: str) -> None: ...
 def _error_fields(error: Object) -> tuple[str, str, str]: ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 # ---- functions, registry, errors, conversion (w13c) -------------------------
 from . import _core
-from ._core import _OPAQUE_PTR_HANDLERS, Function, Object
+from ._core import _OPAQUE_PTR_HANDLERS, CAny, Function, Object, _to_py_class_value
 from .dtype import dtype as DataType
 from .error import ErrorObject as Error
 from .object import TypeInfo
@@ -32,6 +32,9 @@ from .object import (
 # ---- devices, dtypes, tensors, streams (w13a) -------------------------------------
 from .device import DLDeviceType
 from .tensor import Tensor, from_dlpack
+
+#: The official core's base class of every FFI object class (``tvm_ffi.core.CObject``).
+CObject = Object
 
 
 def _object_type_key_to_index(type_key: str) -> int | None:
@@ -56,6 +59,8 @@ __all__ = [
     "MISSING",
     "_OPAQUE_PTR_HANDLERS",
     "Bytes",
+    "CAny",
+    "CObject",
     "DLDeviceType",
     "DataType",
     "Device",
@@ -72,6 +77,7 @@ __all__ = [
     "_lookup_or_register_type_info_from_type_key",
     "_lookup_type_attr",
     "_object_type_key_to_index",
+    "_to_py_class_value",
     "_type_cls_to_type_info",
     "from_dlpack",
 ]

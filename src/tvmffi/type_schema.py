@@ -100,6 +100,10 @@ class TypeSchema:
                     raise ValueError("Callable uses only named return and params groups")
                 if len(named_args.get("return", ())) != 1:
                     raise ValueError("Callable return group must contain exactly one type")
+        if origin == "Union" and len(args) < 2:
+            raise ValueError("Union must have at least two arguments")
+        if origin == "Optional" and len(args) != 1:
+            raise ValueError("Optional must have exactly one argument")
         arity = _GENERIC_ARITY.get(origin)
         if arity is not None:
             if len(args) not in (0, arity):
@@ -116,7 +120,7 @@ class TypeSchema:
     def from_json_obj(obj: dict[str, Any]) -> TypeSchema:
         """Parse a schema given as decoded JSON (``{"type": ..., "args": [...]}``)."""
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
-            raise TypeError(f"expected a schema dict with a 'type' string, got {obj!r}")
+            raise TypeError(f"expected schema dict with a 'type' string, got {obj!r}")
         key: str = obj["type"]
         origin = _ORIGIN_NAMES.get(key, key)
         raw_args = obj.get("args", ())
@@ -212,6 +216,85 @@ class TypeSchema:
 
     def __hash__(self) -> int:
         return hash((self.origin, self.args))
+
+    # ---- conversion (the official binding's type converter; _type_converter.py) ----
+
+    @property
+    def origin_type_index(self) -> int:
+        """Runtime type index the origin names; -2 for Optional/Union, -3 when unknown."""
+        from ._type_converter import origin_type_index
+
+        return origin_type_index(self)
+
+    @staticmethod
+    def from_annotation(annotation: object) -> TypeSchema:
+        """The schema of a Python annotation.
+
+        ``int``, ``list[int]`` (``List``), ``tuple[int, ...]`` (``Array``),
+        ``tuple[int, str]``, ``dict[str, int]`` (``Dict``), ``X | None``,
+        ``Union[...]``, ``Callable[[...], R]``, ``typing.Any``, registered
+        object classes (``tvmffi.Array[int]``, ``@register_object`` classes),
+        ``tvmffi.dtype``, ``tvmffi.Device``, ``ctypes.c_void_p`` and DLPack
+        tensor classes. Anything else raises ``TypeError``.
+        """
+        from ._type_converter import from_annotation
+
+        return from_annotation(annotation)
+
+    @staticmethod
+    def from_type_index(type_index: int, args: tuple[TypeSchema, ...] = ()) -> TypeSchema:
+        """The schema of runtime type ``type_index`` (a value type or a registered object type)."""
+        from ._type_converter import K_BIGINT, TYPE_INDEX_TO_ORIGIN, _type_key_of_index
+
+        origin = TYPE_INDEX_TO_ORIGIN.get(type_index) or _type_key_of_index(type_index)
+        type_key = "ffi.BigInt" if type_index == K_BIGINT else None
+        return TypeSchema(origin, args, type_key=type_key)
+
+    def is_subtype_of(self, target_cls: type) -> bool:
+        """Whether the origin is the object type of ``target_cls`` or derives from it.
+
+        ``False`` for a ``target_cls`` that is no FFI object class and for value
+        (non-object) origins.
+        """
+        from ._type_converter import K_OBJECT, K_STATIC_OBJECT_BEGIN, is_instance_index
+
+        try:
+            target = TypeSchema.from_annotation(target_cls).origin_type_index
+        except TypeError:
+            return False
+        mine = self.origin_type_index
+        if target == K_OBJECT:
+            return mine >= K_STATIC_OBJECT_BEGIN
+        return target >= K_STATIC_OBJECT_BEGIN and is_instance_index(mine, target)
+
+    def check_value(self, value: object) -> None:
+        """Raise ``TypeError`` saying why when ``value`` cannot be converted to this schema."""
+        from ._type_converter import convert
+
+        convert(self, value, "type check")
+
+    def convert(self, value: object) -> Any:
+        """``value`` converted to this schema, as a ``CAny`` (``TypeError`` when it cannot be).
+
+        The conversions are the FFI's implicit ones (``bool`` to ``int``, a
+        list to ``Array[T]`` element by element, an object type's
+        ``__ffi_convert__``...); ``tvmffi.core._to_py_class_value(result)``
+        gives the converted value back as Python.
+        """
+        from ._type_converter import convert
+
+        return convert(self, value, "type conversion")
+
+    def to_json(self) -> dict[str, Any]:
+        """The schema as JSON-ready data; ``from_json_obj(s.to_json()) == s``."""
+        out: dict[str, Any] = {"type": self.type_key or self.origin}
+        if self.args or self.origin == "tuple":
+            out["args"] = [a.to_json() for a in self.args]
+        if self.named_args is not None:
+            out["named_args"] = {k: [v.to_json() for v in vs] for k, vs in self.named_args.items()}
+        if self.fallback is not None:
+            out["fallback"] = self.fallback.to_json()
+        return out
 
 
 def _normalize_named_args(

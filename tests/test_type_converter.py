@@ -1,0 +1,192 @@
+# ruff: noqa: UP007, UP045  (typing.Optional / Union spellings are inputs under test)
+"""TypeSchema.from_annotation / check_value / convert and CAny (the official type converter)."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import typing
+from collections.abc import Callable
+from typing import Any, Optional, Union
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tvmffi
+from tvmffi.core import CAny, ObjectConvertible, TypeSchema, _to_py_class_value
+
+A = TypeSchema.from_annotation
+INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
+
+
+def roundtrip(schema: TypeSchema, value: Any) -> Any:
+    return _to_py_class_value(schema.convert(value))
+
+
+@pytest.mark.parametrize(
+    ("annotation", "text"),
+    [
+        (int, "int"),
+        (Optional[int], "int | None"),
+        (Union[int, str], "int | str"),
+        (int | None, "int | None"),
+        (list[int], "List[int]"),
+        (dict[str, float], "Dict[str, float]"),
+        (tuple[int, ...], "Array[int]"),
+        (tuple[int, str], "tuple[int, str]"),
+        (Callable[[int], str], "Callable[[int], str]"),
+        (Callable[..., int], "Callable[..., int]"),
+        (tvmffi.Map[str, int], "Map[str, int]"),
+        (tvmffi.Array[int], "Array[int]"),
+        (tvmffi.Object, "Object"),
+        (tvmffi.Function, "Callable[..., Any]"),
+        (tvmffi.Tensor, "Tensor"),
+        (tvmffi.dtype, "dtype"),
+        (tvmffi.Device, "Device"),
+        (ctypes.c_void_p, "ctypes.c_void_p"),
+        (typing.Any, "Any"),
+        (None, "None"),
+    ],
+)
+def test_from_annotation(annotation: Any, text: str) -> None:
+    assert A(annotation).repr() == text
+
+
+def test_from_annotation_refuses_what_has_no_ffi_type() -> None:
+    class NotFFI:
+        pass
+
+    with pytest.raises(TypeError, match="Cannot convert"):
+        A(NotFFI)
+    with pytest.raises(TypeError, match="at most 1 type argument"):
+        A(list[int, str])  # type: ignore[misc]
+    with pytest.raises(ValueError, match="at least two"):
+        TypeSchema("Union", (TypeSchema("int"),))
+
+
+def test_scalars_convert_by_the_ffi_rules() -> None:
+    assert roundtrip(A(int), True) == 1 and type(roundtrip(A(int), True)) is int
+    assert roundtrip(A(float), 3) == 3.0 and type(roundtrip(A(float), 3)) is float
+    assert roundtrip(A(bool), 0) is False
+    assert isinstance(roundtrip(A(str), "hi"), tvmffi.core.String)
+    assert roundtrip(A(bytes), bytearray(b"ab")) == b"ab"
+    assert roundtrip(A(tvmffi.dtype), "float32") == tvmffi.dtype("float32")
+    assert roundtrip(A(tvmffi.Device), "cpu:0") == tvmffi.device("cpu", 0)
+    assert roundtrip(A(ctypes.c_void_p), None).value is None
+    with pytest.raises(TypeError, match="expected int, got float"):
+        A(int).check_value(1.5)
+    with pytest.raises(TypeError, match="out of int64 range"):
+        A(int).check_value(1 << 63)
+    with pytest.raises(TypeError, match="invalid dtype string"):
+        A(tvmffi.dtype).check_value("not-a-dtype")
+    with pytest.raises(TypeError, match=r"expected int \| str, got float"):
+        A(Union[int, str]).check_value(1.5)
+
+
+def test_containers_convert_element_by_element() -> None:
+    arr = roundtrip(A(tuple[int, ...]), [1, True, 3])
+    assert isinstance(arr, tvmffi.Array) and list(arr) == [1, 1, 3]
+    lst = roundtrip(A(list[float]), (1, 2))
+    assert isinstance(lst, tvmffi.List) and list(lst) == [1.0, 2.0]
+    m = roundtrip(A(dict[str, int]), {"a": True})
+    assert isinstance(m, tvmffi.Dict) and dict(m) == {"a": 1}
+    assert tuple(roundtrip(A(tuple[int, str]), (True, "x"))) == (1, "x")
+    with pytest.raises(TypeError, match=r"element \[1\]: expected int, got str"):
+        A(list[int]).check_value([1, "x"])
+    with pytest.raises(TypeError, match="value for key 'k': expected int"):
+        A(dict[str, int]).check_value({"k": "v"})
+    with pytest.raises(TypeError, match="expected tuple of length 2"):
+        A(tuple[int, str]).check_value([1])
+    with pytest.raises(TypeError, match="expected Array, got int"):
+        A(tuple[int, ...]).check_value(3)
+
+
+def test_unchanged_ffi_values_keep_their_identity() -> None:
+    arr = tvmffi.Array([1, 2])
+    assert roundtrip(A(tuple[int, ...]), arr).same_as(arr)
+    f = tvmffi.get_global_func("testing.echo")
+    assert roundtrip(A(Callable), f).same_as(f)
+    assert roundtrip(A(tvmffi.Object), arr).same_as(arr)
+    with pytest.raises(TypeError, match="expected Object, got int"):
+        A(tvmffi.Object).check_value(3)
+    with pytest.raises(TypeError, match=r"expected Map, got ffi\.Array"):
+        A(tvmffi.Map).check_value(arr)
+
+
+def test_protocol_values_go_through_the_c_conversion() -> None:
+    class IntLike:
+        def __tvm_ffi_int__(self) -> int:
+            return 7
+
+    class Wrapped:
+        def __tvm_ffi_value__(self) -> Any:
+            return [1, 2]
+
+    class Conv(ObjectConvertible):
+        def asobject(self) -> Any:
+            return tvmffi.Array([5])
+
+    assert roundtrip(A(int), IntLike()) == 7
+    assert list(roundtrip(A(tuple[int, ...]), Wrapped())) == [1, 2]
+    assert list(roundtrip(A(tvmffi.Array), Conv())) == [5]
+
+    class Cycle:
+        def __tvm_ffi_value__(self) -> Any:
+            return Cycle()
+
+    with pytest.raises(TypeError, match="cycle"):
+        A(int).check_value(Cycle())
+
+
+def test_opaque_pointer_handler_is_honoured() -> None:
+    class Event:
+        def __init__(self, address: int) -> None:
+            self.address = address
+
+    handlers = tvmffi.core._OPAQUE_PTR_HANDLERS
+    handlers[Event] = lambda e: e.address
+    try:
+        assert roundtrip(A(ctypes.c_void_p), Event(0xBEEF)).value == 0xBEEF
+    finally:
+        del handlers[Event]
+    with pytest.raises(TypeError, match=r"expected ctypes\.c_void_p"):
+        A(ctypes.c_void_p).check_value(Event(1))
+
+
+def test_cany_owns_its_object_reference() -> None:
+    arr = tvmffi.Array([1, 2, 3])
+    before = tvmffi._core.object_use_count(arr)
+    held = CAny(arr)
+    assert held.type_index == 71
+    assert tvmffi._core.object_use_count(arr) == before + 1
+    del held
+    gc.collect()
+    assert tvmffi._core.object_use_count(arr) == before
+    assert repr(CAny(3)) == "CAny(int=3)" and repr(CAny()) == "CAny(None)"
+    with pytest.raises(TypeError, match="expects a CAny, got int"):
+        _to_py_class_value(3)  # type: ignore[arg-type]
+
+
+def test_to_json_round_trips() -> None:
+    for ann in (Optional[list[int]], Callable[[int, str], float], dict[str, tuple[int, ...]]):
+        schema = A(ann)
+        assert TypeSchema.from_json_obj(schema.to_json()) == schema
+
+
+@given(INT64)
+def test_property_int_roundtrip(x: int) -> None:
+    assert roundtrip(A(int), x) == x
+    assert roundtrip(A(Optional[int]), x) == x
+
+
+@given(st.one_of(st.integers(min_value=1 << 63), st.integers(max_value=-(1 << 63) - 1)))
+def test_property_int_out_of_range_is_a_type_error(x: int) -> None:
+    with pytest.raises(TypeError, match="out of int64 range"):
+        A(int).check_value(x)
+
+
+@given(st.lists(st.one_of(INT64, st.booleans(), st.text(max_size=12)), max_size=10))
+def test_property_union_list(values: list[Any]) -> None:
+    out = list(roundtrip(A(list[int | str]), values))
+    assert out == [int(v) if isinstance(v, bool) else v for v in values]
