@@ -120,7 +120,7 @@ done:
 static PyObject* call_no_args(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call,
                               int release_gil) {
   TVMFFIAny result = {.type_index = kTVMFFINone};
-  TVMFFIAny no_args[1]; /* a valid pointer for callees that never look at it */
+  TVMFFIAny no_args[1] = {{.type_index = kTVMFFINone}}; /* a valid pointer, never read */
   int rc;
   if (release_gil) {
     Py_BEGIN_ALLOW_THREADS
