@@ -384,3 +384,16 @@ def test_cuda_sources_compile_with_nvcc(tmp_path: Path) -> None:
         assert mod.launch(x) == 1
         torch.cuda.synchronize()
         assert x.item() == 1.0
+
+
+def test_submodules_load_on_first_attribute_use() -> None:
+    """`import tvmffi` stays light; tvmffi.cpp / utils / codegen are each the
+    module of that name on first attribute use (official: `tvm_ffi.cpp.load_inline`)."""
+    code = (
+        "import sys, tvmffi\n"
+        "assert 'tvmffi.cpp' not in sys.modules\n"
+        "assert tvmffi.cpp.__name__ == 'tvmffi.cpp' and callable(tvmffi.cpp.load_inline)\n"
+        "assert tvmffi.utils.__name__ == 'tvmffi.utils' and tvmffi.utils.FileLock\n"
+        "assert tvmffi.codegen.__name__ == 'tvmffi.codegen'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

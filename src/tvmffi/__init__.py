@@ -230,5 +230,5 @@ def __getattr__(name: str) -> object:
     if name in ("codegen", "cpp", "utils"):
         import importlib
 
-        return importlib.import_module(".codegen", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'tvmffi' has no attribute {name!r}")
