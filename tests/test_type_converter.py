@@ -102,6 +102,18 @@ def test_containers_convert_element_by_element() -> None:
         A(tuple[int, ...]).check_value(3)
 
 
+def test_bare_tuple_and_empty_tuple_differ() -> None:
+    bare, empty = A(tuple), A(tuple[()])
+    assert bare.args is None and empty.args == ()
+    assert (bare.repr(), empty.repr()) == ("tuple", "tuple[()]")
+    assert list(roundtrip(bare, [1, "a", None])) == [1, "a", None]
+    empty.check_value([])
+    with pytest.raises(TypeError, match="expected tuple of length 0"):
+        empty.check_value([1])
+    assert TypeSchema.from_json_obj(bare.to_json()) == bare
+    assert TypeSchema.from_json_obj(empty.to_json()) == empty != bare
+
+
 def test_unchanged_ffi_values_keep_their_identity() -> None:
     arr = tvmffi.Array([1, 2])
     assert roundtrip(A(tuple[int, ...]), arr).same_as(arr)

@@ -649,7 +649,7 @@ def _object_converter(origin: str, index: int) -> _Converter:
 def build_converter(schema: TypeSchema) -> _Converter:
     """The converter of ``schema``; ``TypeError`` for an origin no type answers to."""
     origin = schema.origin
-    args = schema.args
+    args = schema.args or ()
     if origin == "Any":
         return _Converter(_conv_any, "Any")
     if origin == "Optional":
@@ -675,8 +675,8 @@ def build_converter(schema: TypeSchema) -> _Converter:
         return conv
     if origin == "tuple":
         conv = _Converter(_conv_tuple, "tuple")
-        if args:
-            conv.subs = tuple(converter_of(a) for a in args)
+        if schema.args is not None:  # tuple[...] / tuple[()]; a bare tuple takes any elements
+            conv.subs = tuple(converter_of(a) for a in schema.args)
         return conv
     if origin == "Object":
         conv = _Converter(_conv_object, "Object")
@@ -875,7 +875,7 @@ def _tuple_schema(annotation: Any, targs: tuple[Any, ...]) -> TypeSchema:
 
     if len(targs) == 2 and targs[1] is Ellipsis:
         return TypeSchema("Array", (from_annotation(targs[0]),))
-    if targs:
+    if targs or annotation is not tuple:  # tuple[()] has no targs but is not bare
         return TypeSchema("tuple", tuple(from_annotation(a) for a in targs))
     return TypeSchema("tuple")
 

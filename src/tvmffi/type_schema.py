@@ -75,7 +75,7 @@ class TypeSchema:
     def __init__(
         self,
         origin: str,
-        args: tuple[TypeSchema, ...] = (),
+        args: tuple[TypeSchema, ...] | None = None,
         origin_type_index: int | None = None,
         fallback: TypeSchema | None = None,
         named_args: dict[str, tuple[TypeSchema, ...]] | None = None,
@@ -84,7 +84,10 @@ class TypeSchema:
         del origin_type_index  # accepted for the official signature; resolved on demand
         if not isinstance(origin, str) or not origin:
             raise ValueError("schema type must be a nonempty string")
-        args = tuple(args)
+        # As officially, a bare ``tuple`` keeps ``args`` None (any elements), unlike
+        # ``tuple[()]`` (exactly none); every other origin gets a tuple.
+        bare_tuple = origin == "tuple" and args is None
+        args = tuple(args) if args is not None else ()
         if any(not isinstance(a, TypeSchema) for a in args):
             raise TypeError("schema arguments must be TypeSchema instances")
         if named_args is not None:
@@ -111,7 +114,7 @@ class TypeSchema:
             if not args:
                 args = (TypeSchema("Any"),) * arity
         self.origin = origin
-        self.args = args
+        self.args: tuple[TypeSchema, ...] | None = None if bare_tuple else args
         self.fallback = fallback
         self.named_args = named_args
         self.type_key = type_key
@@ -136,7 +139,11 @@ class TypeSchema:
                 k: tuple(TypeSchema.from_json_obj(a) for a in v) for k, v in named.items()
             }
         # Non-object entries (e.g. std::array's length) are not types: skip them.
-        args = tuple(TypeSchema.from_json_obj(a) for a in raw_args if isinstance(a, dict))
+        args: tuple[TypeSchema, ...] | None = tuple(
+            TypeSchema.from_json_obj(a) for a in raw_args if isinstance(a, dict)
+        )
+        if "args" not in obj:
+            args = None  # a bare ``tuple`` stays bare; other origins get ()
         if key == "std::function" and len(raw_args) == 2 and isinstance(raw_args[1], list):
             # The legacy std::function spelling: [return, [params...]].
             named_args = {
@@ -185,7 +192,11 @@ class TypeSchema:
                 return f"Callable[..., {ret}]"
             inner = ", ".join(p._render(ty_map, inp, seen) for p in params)
             return f"Callable[[{inner}], {ret}]"
+        if self.args is None:  # a bare tuple
+            return origin
         args = [a._render(ty_map, inp, seen) for a in self.args]
+        if self.origin == "tuple" and not args:
+            return "tuple[()]"
         if self.origin in ("Optional", "Variant", "Union"):
             parts: list[str] = []
             for text in args:
@@ -288,7 +299,7 @@ class TypeSchema:
     def to_json(self) -> dict[str, Any]:
         """The schema as JSON-ready data; ``from_json_obj(s.to_json()) == s``."""
         out: dict[str, Any] = {"type": self.type_key or self.origin}
-        if self.args or self.origin == "tuple":
+        if self.args is not None and (self.args or self.origin == "tuple"):
             out["args"] = [a.to_json() for a in self.args]
         if self.named_args is not None:
             out["named_args"] = {k: [v.to_json() for v in vs] for k, vs in self.named_args.items()}
