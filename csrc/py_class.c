@@ -2,21 +2,16 @@
  * FFI object types defined in Python (tvmffi.dataclasses.py_class).
  *
  * Such a type is allocated in the runtime's type table under the parent's
- * index, and its instances are FFI objects laid out as the C ABI says: the
- * object header, the number of fields, then one owned Any per field. Each
- * field is registered for reflection (offset, Any getter and setter), so
- * every binding reads and writes it, and tvmffi's own field properties work
- * on it unchanged; methods are registered as FFI functions.
+ * index. Its fields are registered here with the layout the Python layer
+ * computed (each one an owned Any at its offset, after the parent's fields);
+ * the runtime's ffi._PyClassRegisterTypeAttrColumns then gives the type its
+ * allocator (__ffi_new__), reflection-driven constructor (__ffi_init__),
+ * shallow copy and deleter, exactly as for the official binding's py_class
+ * types, so every binding builds, reads, writes and frees these objects.
  */
 #include "core.h"
 
 #include <string.h>
-
-typedef struct {
-  TVMFFIObject header;
-  int64_t num_fields;
-  TVMFFIAny fields[];
-} PyClassObject;
 
 static int any_field_get(void* field, TVMFFIAny* result) {
   *result = *(const TVMFFIAny*)field;
@@ -32,20 +27,6 @@ static int any_field_set(void* field, const TVMFFIAny* value) {
   *slot = owned;
   if (old.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectDecRef(old.v_obj);
   return 0;
-}
-
-/* Runs without the GIL when the last reference goes away on another thread;
- * releasing the fields needs none (a Python payload's own deleter takes it). */
-static void py_class_deleter(void* self, int flags) {
-  PyClassObject* obj = self;
-  if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) {
-    for (int64_t i = 0; i < obj->num_fields; ++i) {
-      TVMFFIAny v = obj->fields[i];
-      obj->fields[i].type_index = kTVMFFINone;
-      if (v.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectDecRef(v.v_obj);
-    }
-  }
-  if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) PyMem_RawFree(obj);
 }
 
 static int key_arg(PyObject* s, TVMFFIByteArray* out) {
@@ -75,24 +56,74 @@ static PyObject* py_alloc_type(PyObject* self, PyObject* args) {
   return PyLong_FromLong(index);
 }
 
-/* _py_class_register_field(type_index, name, position) */
+/* _py_class_register_field(type_index, name, doc, metadata, flags, offset, default, setter)
+ * One Any-stored field at `offset`. `flags` are the reflection flag bits
+ * (writable is implied); `default` is the default value or factory Function
+ * (used when flags has HasDefault); `setter` is a Function (ptr, value) that
+ * converts before storing, or None for the plain Any store. The type table
+ * copies the strings and keeps its own references to default and setter. */
 static PyObject* py_register_field(PyObject* self, PyObject* args) {
   (void)self;
-  int index, pos;
-  PyObject* name;
-  if (!PyArg_ParseTuple(args, "iUi", &index, &name, &pos)) return NULL;
+  int index;
+  long long flags, offset;
+  PyObject *name, *doc, *metadata, *dflt, *setter;
+  if (!PyArg_ParseTuple(args, "iUUULLOO", &index, &name, &doc, &metadata, &flags, &offset, &dflt,
+                        &setter)) {
+    return NULL;
+  }
+  if (offset < (long long)sizeof(TVMFFIObject) || offset % 8 != 0) {
+    return PyErr_Format(PyExc_ValueError, "bad field offset %lld", offset);
+  }
   TVMFFIFieldInfo info;
   memset(&info, 0, sizeof(info));
-  if (key_arg(name, &info.name) != 0) return NULL;
-  info.flags = kTVMFFIFieldFlagBitMaskWritable;
+  if (key_arg(name, &info.name) != 0 || key_arg(doc, &info.doc) != 0 ||
+      key_arg(metadata, &info.metadata) != 0) {
+    return NULL;
+  }
+  info.flags = (int64_t)flags | kTVMFFIFieldFlagBitMaskWritable;
   info.size = sizeof(TVMFFIAny);
   info.alignment = 8;
-  info.offset = (int64_t)(offsetof(PyClassObject, fields) + sizeof(TVMFFIAny) * (size_t)pos);
+  info.offset = offset;
   info.getter = any_field_get;
   info.setter = (void*)any_field_set;
-  info.default_value_or_factory.type_index = kTVMFFINone;
   info.field_static_type_index = kTVMFFIAny;
-  if (TVMFFITypeRegisterField(index, &info) != 0) return tvmffi_raise_ffi_error();
+  if (setter != Py_None) {
+    if (!PyObject_TypeCheck(setter, &TVMFFIFunctionType)) {
+      return PyErr_Format(PyExc_TypeError, "field setter must be a Function, got %.200s",
+                          Py_TYPE(setter)->tp_name);
+    }
+    info.setter = tvmffi_object_handle(setter);
+    if (info.setter == NULL) return NULL;
+    info.flags |= kTVMFFIFieldFlagBitSetterIsFunctionObj;
+  }
+  info.default_value_or_factory.type_index = kTVMFFINone;
+  TVMFFIAny owned_default = {.type_index = kTVMFFINone};
+  if (info.flags & kTVMFFIFieldFlagBitMaskHasDefault) {
+    if (tvmffi_py_to_owned_any(dflt, &owned_default) != 0) return NULL;
+    info.default_value_or_factory = owned_default;
+  }
+  int rc = TVMFFITypeRegisterField(index, &info);
+  tvmffi_any_release(&owned_default);
+  if (rc != 0) return tvmffi_raise_ffi_error();
+  Py_RETURN_NONE;
+}
+
+/* _py_class_register_metadata(type_index, total_size, structural_eq_hash_kind, doc) */
+static PyObject* py_register_metadata(PyObject* self, PyObject* args) {
+  (void)self;
+  int index, total_size, kind;
+  PyObject* doc;
+  if (!PyArg_ParseTuple(args, "iiiU", &index, &total_size, &kind, &doc)) return NULL;
+  if (kind < kTVMFFISEqHashKindUnsupported || kind > kTVMFFISEqHashKindUniqueInstance) {
+    return PyErr_Format(PyExc_ValueError, "bad structural_eq_hash_kind %d", kind);
+  }
+  TVMFFITypeMetadata meta;
+  memset(&meta, 0, sizeof(meta));
+  if (key_arg(doc, &meta.doc) != 0) return NULL;
+  meta.creator = NULL;
+  meta.total_size = total_size;
+  meta.structural_eq_hash_kind = (TVMFFISEqHashKind)kind;
+  if (TVMFFITypeRegisterMetadata(index, &meta) != 0) return tvmffi_raise_ffi_error();
   Py_RETURN_NONE;
 }
 
@@ -133,37 +164,15 @@ static PyObject* py_register_attr(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
-/* _py_class_init(self, type_index, num_fields): give an empty instance a new
- * object of the type, every field None. */
-static PyObject* py_class_init(PyObject* self, PyObject* args) {
-  (void)self;
-  PyObject* obj;
-  int index;
-  Py_ssize_t n;
-  if (!PyArg_ParseTuple(args, "O!in", &TVMFFIObjectType, &obj, &index, &n)) return NULL;
-  if (n < 0 || n > 4096) return PyErr_Format(PyExc_ValueError, "bad field count %zd", n);
-  if (((TVMFFIPyObject*)obj)->handle != NULL) {
-    PyErr_SetString(PyExc_RuntimeError, "object is already initialized");
-    return NULL;
-  }
-  PyClassObject* o =
-      PyMem_RawCalloc(1, offsetof(PyClassObject, fields) + sizeof(TVMFFIAny) * (size_t)n);
-  if (o == NULL) return PyErr_NoMemory();
-  o->header.combined_ref_count = ((uint64_t)1 << 32) | 1u; /* one strong, one weak */
-  o->header.type_index = index;
-  o->header.deleter = py_class_deleter;
-  o->num_fields = n; /* calloc: every field is kTVMFFINone (0) */
-  ((TVMFFIPyObject*)obj)->handle = o;
-  Py_RETURN_NONE;
-}
-
 static PyMethodDef py_class_methods[] = {
     {"_py_class_alloc_type", py_alloc_type, METH_VARARGS, "(type_key, parent_index) -> index"},
-    {"_py_class_register_field", py_register_field, METH_VARARGS, "(index, name, position)"},
+    {"_py_class_register_field", py_register_field, METH_VARARGS,
+     "(index, name, doc, metadata, flags, offset, default, setter)"},
+    {"_py_class_register_metadata", py_register_metadata, METH_VARARGS,
+     "(index, total_size, structural_eq_hash_kind, doc)"},
     {"_py_class_register_method", py_register_method, METH_VARARGS,
      "(index, name, func, is_static, doc)"},
     {"_py_class_register_attr", py_register_attr, METH_VARARGS, "(index, name, value)"},
-    {"_py_class_init", py_class_init, METH_VARARGS, "(self, index, num_fields)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -115,8 +115,11 @@ class NativeHelper:
     def call_with_dltensor_nd(self, fn: Any, data: int | None, shape: list[int]) -> int:
         """Like :meth:`call_with_dltensor` with any shape (extents may be negative)."""
         dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
-        return int(self.lib.call_with_dltensor_nd(ctypes.c_void_p(fn.__chandle__()), data,
-                                                  len(shape), dims))
+        return int(
+            self.lib.call_with_dltensor_nd(
+                ctypes.c_void_p(fn.__chandle__()), data, len(shape), dims
+            )
+        )
 
     def runtime_version(self) -> str:
         parts = [ctypes.c_uint(0) for _ in range(3)]

@@ -91,8 +91,12 @@ SIGS: dict[str, Signature] = {
     ),
     "scale_first": Signature(
         "scale_first",
-        [Scalar("alpha", "float64"), Tensor("x", [n], "float64"), Tensor("y", [n], "float64"),
-         EnvStream("s")],
+        [
+            Scalar("alpha", "float64"),
+            Tensor("x", [n], "float64"),
+            Tensor("y", [n], "float64"),
+            EnvStream("s"),
+        ],
     ),
 }
 for _name in DTYPE_CASES:
@@ -266,15 +270,28 @@ def test_emitted_c_is_warning_free(tmp_path: Any) -> None:
             doc='a "doc" with \\ and \n newlines, ?? trigraphs and ünïcode',
         ),
     ]
-    text = "\n".join([*(emit_c(s, f"{s.name}_k") for s in SIGS.values()),
-                      *(emit_c(s) for s in odd)])
+    text = "\n".join(
+        [*(emit_c(s, f"{s.name}_k") for s in SIGS.values()), *(emit_c(s) for s in odd)]
+    )
     src = tmp_path / "all.c"
     src.write_text(text)
     for compiler, flags in (("cc", ["-std=c11"]), ("c++", ["-std=c++17", "-x", "c++"])):
         proc = subprocess.run(
-            [compiler, *flags, "-Wall", "-Wextra", "-Werror", "-c", str(src), "-I", INCLUDE,
-             "-o", str(tmp_path / "all.o")],
-            capture_output=True, text=True,
+            [
+                compiler,
+                *flags,
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-c",
+                str(src),
+                "-I",
+                INCLUDE,
+                "-o",
+                str(tmp_path / "all.o"),
+            ],
+            capture_output=True,
+            text=True,
         )
         assert proc.returncode == 0, proc.stderr
 
@@ -333,8 +350,15 @@ def test_argument_count(mod: tvmffi.Module) -> None:
 
 def test_non_tensor_arguments(mod: tvmffi.Module) -> None:
     x = np.zeros(3, np.float32)
-    for value, shown in ((1, "int"), (1.5, "float"), (None, "None"), ("s", "str"),
-                         ("a long string", "str"), (True, "bool"), ([1], "ffi.Array")):
+    for value, shown in (
+        (1, "int"),
+        (1.5, "float"),
+        (None, "None"),
+        ("s", "str"),
+        ("a long string", "str"),
+        (True, "bool"),
+        ([1], "ffi.Array"),
+    ):
         with raises(TypeError, f"Parameter `y` expects Tensor but got {shown}", "axpy"):
             mod.axpy(x, value, 1.0)
 
@@ -355,8 +379,9 @@ def test_scalars(mod: tvmffi.Module) -> None:
         mod.scalars(out, 1, 1, 1.0, False, True)
     with raises(TypeError, "Parameter `b` expects bool but got float", "scalars"):
         mod.scalars(out, 1, 1, 1.0, 1.0, 1.0)
-    with raises(ValueError, "Parameter `i` expects an int32 but got 2147483648 (out of range)",
-                "scalars"):
+    with raises(
+        ValueError, "Parameter `i` expects an int32 but got 2147483648 (out of range)", "scalars"
+    ):
         mod.scalars(out, 2**31, 1, 1.0, 1.0, True)
     with raises(TypeError, "Parameter `out` expects Tensor but got int", "scalars"):
         mod.scalars(1, 1, 1, 1.0, 1.0, True)
@@ -424,7 +449,8 @@ def test_divisibility(mod: tvmffi.Module) -> None:
     mod.div4(np.zeros(8, np.float32))
     mod.div4(np.zeros(0, np.float32))
     with raises(
-        ValueError, "Parameter `x` expects shape[0]=d4 to be divisible by 4 but got shape[0]=6",
+        ValueError,
+        "Parameter `x` expects shape[0]=d4 to be divisible by 4 but got shape[0]=6",
         "div4",
     ):
         mod.div4(np.zeros(6, np.float32))
@@ -539,11 +565,13 @@ def test_device_id_mismatch(mod: tvmffi.Module) -> None:
     ):
         mod.scale_first(1.0, np.zeros(3), tvmffi.from_dlpack(_OnDevice(np.zeros(3), 1)))
     # A tensor expected on another device type than the first one.
-    with raises(ValueError, "Parameter `y` expects device_type=cuda but got device_type=cpu",
-                "mixed"):
+    with raises(
+        ValueError, "Parameter `y` expects device_type=cuda but got device_type=cpu", "mixed"
+    ):
         mod.mixed(x, x)
-    with raises(ValueError, "Parameter `x` expects device_type=cpu but got device_type=cuda",
-                "mixed"):
+    with raises(
+        ValueError, "Parameter `x` expects device_type=cpu but got device_type=cuda", "mixed"
+    ):
         # (host memory labelled cuda:0; never dereferenced, the check fails first)
         mod.mixed(tvmffi.from_dlpack(_OnDevice(np.zeros(3, np.float32), 0, device_type=2)), x)
     # The right device type, but not the first tensor's device id.
@@ -598,8 +626,13 @@ def test_doc_and_metadata(mod: tvmffi.Module) -> None:
     assert meta["signature"] == str(SIGS["axpy"])
     assert meta["kernel"] == "int axpy_k(float* x, float* y, float alpha, int64_t n)"
     assert meta["params"][0] == {
-        "name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32", "device": "cpu",
-        "strides": None, "data_alignment": None,
+        "name": "x",
+        "kind": "tensor",
+        "shape": ["n"],
+        "dtype": "float32",
+        "device": "cpu",
+        "strides": None,
+        "data_alignment": None,
     }
     assert meta["vars"] == [{"name": "n", "dtype": "int64", "divisibility": None}]
     assert mod.get_function_signature("axpy") == "(DLTensor*, DLTensor*, float) -> None"
@@ -610,7 +643,8 @@ def test_doc_and_metadata(mod: tvmffi.Module) -> None:
 
 def test_official_binding_loads_built_library(mod: tvmffi.Module, cache_dir: str) -> None:
     path = os.path.join(
-        cache_dir, next(d for d in os.listdir(cache_dir) if d.startswith("cgtest-")),
+        cache_dir,
+        next(d for d in os.listdir(cache_dir) if d.startswith("cgtest-")),
         "libcgtest.so",
     )
     code = (
@@ -689,8 +723,12 @@ def test_link_error_names_the_library_and_wrapper(tmp_path: Any) -> None:
     """Two sources defining the kernel compile but fail to link: the error says so."""
     kernel = "int twice_k(void) { return 0; }\n"
     with pytest.raises(_build.CompileError) as info:
-        codegen.build([(Signature("twice", []), "twice_k")], sources=[kernel, kernel],
-                      name="twice", output_dir=tmp_path)
+        codegen.build(
+            [(Signature("twice", []), "twice_k")],
+            sources=[kernel, kernel],
+            name="twice",
+            output_dir=tmp_path,
+        )
     message = str(info.value)
     assert info.value.path.endswith("libtwice.so") and info.value.path in message
     assert "twice_k" in info.value.output
@@ -719,8 +757,12 @@ def test_sources_from_files_and_cpp(tmp_path: Any) -> None:
         "  for (int64_t i = 0; i < n; ++i) x[i] *= FACTOR;\n  return 0;\n}\n"
     )
     sig = Signature("scale7", [Tensor("x", [n], "int64")])
-    m = codegen.build([(sig, "scale_k")], sources=[tmp_path / "k.cc"], name="scale7",
-                      output_dir=tmp_path / "cache")
+    m = codegen.build(
+        [(sig, "scale_k")],
+        sources=[tmp_path / "k.cc"],
+        name="scale7",
+        output_dir=tmp_path / "cache",
+    )
     x = np.arange(3, dtype=np.int64)
     m.scale7(x)
     assert x.tolist() == [0, 7, 14]
@@ -752,15 +794,20 @@ def test_build_embeds_module_library(tmp_path: Any) -> None:
     inner_sig = Signature("inner_fill", [Tensor("x", [n], "int32"), Scalar("v", "int32")])
     codegen.build(
         [(inner_sig, "fill")],
-        sources=["#include <stdint.h>\n"
-                 "int fill(int32_t* x, int32_t v, int64_t n) "
-                 "{ for (int64_t i = 0; i < n; ++i) x[i] = v; return 0; }\n"],
-        name="inner", output_dir=tmp_path,
+        sources=[
+            "#include <stdint.h>\n"
+            "int fill(int32_t* x, int32_t v, int64_t n) "
+            "{ for (int64_t i = 0; i < n; ++i) x[i] = v; return 0; }\n"
+        ],
+        name="inner",
+        output_dir=tmp_path,
     )
     (inner_dir,) = [d for d in os.listdir(tmp_path) if d.startswith("inner-")]
     inner_path = str(tmp_path / inner_dir / "libinner.so")
     outer_args: dict[str, Any] = {
-        "sources": ["int outer_k(void) { return 0; }"], "name": "outer", "output_dir": tmp_path,
+        "sources": ["int outer_k(void) { return 0; }"],
+        "name": "outer",
+        "output_dir": tmp_path,
         "embed": [inner_path],
     }
     outer = codegen.build([(Signature("outer_nop", []), "outer_k")], **outer_args)
@@ -818,7 +865,7 @@ def test_cuda_spec_emits_device_and_stream_checks() -> None:
     # The kernel is declared unnamed-parameter, under a mangled C name bound to its
     # symbol; the prototype with the user's names is the documented one (metadata).
     assert (
-        'int tvmffi_cg_kernel_cuda_scale(float*, float, int64_t, void*) '
+        "int tvmffi_cg_kernel_cuda_scale(float*, float, int64_t, void*) "
         'TVMFFI_CG_SYMBOL("cuda_scale_k");' in src
     )
     assert "int cuda_scale_k(float*, float, int64_t, void*);" in src  # no asm labels
@@ -836,8 +883,9 @@ def cuda_mod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tvmffi.Module
         pytest.skip("nvcc not found")
     tmp = tmp_path_factory.mktemp("cuda")
     (tmp / "scale.cu").write_text(CUDA_SOURCE)
-    yield codegen.build([(CUDA_SIG, "cuda_scale_k")], sources=[tmp / "scale.cu"],
-                        name="cuda_scale", output_dir=tmp)
+    yield codegen.build(
+        [(CUDA_SIG, "cuda_scale_k")], sources=[tmp / "scale.cu"], name="cuda_scale", output_dir=tmp
+    )
 
 
 def test_cuda_source_compiles_with_nvcc(cuda_mod: tvmffi.Module) -> None:
@@ -855,6 +903,5 @@ def test_cuda_kernel_runs_on_gpu(cuda_mod: tvmffi.Module) -> None:
     cuda_mod.cuda_scale(x, 3.0)
     torch.cuda.synchronize()
     assert x.cpu().tolist() == [3.0 * i for i in range(1000)]
-    with raises(ValueError, "Parameter `x` expects dtype=float32 but got dtype=float64",
-                CUDA_SIG):
+    with raises(ValueError, "Parameter `x` expects dtype=float32 but got dtype=float64", CUDA_SIG):
         cuda_mod.cuda_scale(x.double(), 1.0)

@@ -466,17 +466,29 @@ def library_with_bin(builder: Builder, name: str, data: bytes) -> str:
     ("name", "data", "match"),
     [
         # Module 0 imports module 5 of 2 (the runtime checks this one itself).
-        ("oor", blob(u64(3) + u64(0) + u64(1) + u64(1) + u64(1) + u64(5) + TWO_LIBS),
-         r"child_indices\[0\] = 5 names no module"),
+        (
+            "oor",
+            blob(u64(3) + u64(0) + u64(1) + u64(1) + u64(1) + u64(5) + TWO_LIBS),
+            r"child_indices\[0\] = 5 names no module",
+        ),
         # 0 imports 1 imports 0: the runtime's import lookup would recurse forever.
-        ("cycle", blob(u64(3) + u64(0) + u64(1) + u64(2) + u64(2) + u64(1) + u64(0) + TWO_LIBS),
-         "import cycle: module 1 imports module 0"),
+        (
+            "cycle",
+            blob(u64(3) + u64(0) + u64(1) + u64(2) + u64(2) + u64(1) + u64(0) + TWO_LIBS),
+            "import cycle: module 1 imports module 0",
+        ),
         # indptr ends past the child list: the runtime would read past the array.
-        ("indptr", blob(u64(2) + u64(0) + u64(7) + u64(0) + u64(4) + b"_lib"),
-         r"indptr\[-1\] is 7 but there are 0 child_indices"),
+        (
+            "indptr",
+            blob(u64(2) + u64(0) + u64(7) + u64(0) + u64(4) + b"_lib"),
+            r"indptr\[-1\] is 7 but there are 0 child_indices",
+        ),
         # A key longer than the array.
-        ("key", blob(u64(2) + u64(0) + u64(0) + u64(0) + u64(1 << 40) + b"_lib"),
-         "key of module 0 at offset 40 declares 1099511627776 bytes"),
+        (
+            "key",
+            blob(u64(2) + u64(0) + u64(0) + u64(0) + u64(1 << 40) + b"_lib"),
+            "key of module 0 at offset 40 declares 1099511627776 bytes",
+        ),
         # nbytes past the symbol.
         ("nbytes", u64(1 << 50) + u64(0), "says 1125899906842624 bytes follow its header"),
     ],
@@ -514,8 +526,9 @@ def test_bare_name_is_validated_too(builder: Builder) -> None:
     # read at process start, hence a child process); the file it picks is checked.
     cycle = blob(u64(3) + u64(0) + u64(1) + u64(2) + u64(2) + u64(1) + u64(0) + TWO_LIBS)
     bad = library_with_bin(builder, "bare_cycle", cycle)
-    good = library_with_bin(builder, "bare_ok", blob(u64(2) + u64(0) + u64(0) + u64(0)
-                                                         + u64(4) + b"_lib"))
+    good = library_with_bin(
+        builder, "bare_ok", blob(u64(2) + u64(0) + u64(0) + u64(0) + u64(4) + b"_lib")
+    )
     code = (
         "import tvmffi\n"
         "try:\n"
@@ -525,8 +538,9 @@ def test_bare_name_is_validated_too(builder: Builder) -> None:
         "print('loaded:', tvmffi.load_module('libbare_ok.so').f() is None)\n"
     )
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(bad))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"refused: cannot load module from {bad}: library bin: import cycle" in proc.stdout
     assert "loaded: True" in proc.stdout

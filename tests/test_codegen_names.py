@@ -26,14 +26,50 @@ from tvmffi.codegen import Scalar, Signature, Tensor, Var, _spec
 
 # The headers of the generated wrapper (its prelude) and of `inline` kernels.
 HEADERS = [
-    "stdarg.h", "stdbool.h", "stddef.h", "stdint.h", "stdio.h", "string.h",
-    "tvm/ffi/c_api.h", "tvm/ffi/extra/c_env_api.h",
+    "stdarg.h",
+    "stdbool.h",
+    "stddef.h",
+    "stdint.h",
+    "stdio.h",
+    "string.h",
+    "tvm/ffi/c_api.h",
+    "tvm/ffi/extra/c_env_api.h",
 ]
 C_KEYWORDS = {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
-    "union", "unsigned", "void", "volatile", "while",
+    "auto",
+    "break",
+    "case",
+    "char",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "while",
 }
 
 
@@ -49,7 +85,10 @@ def header_identifiers() -> list[str]:
     for mode in ("-P", "-dM"):  # declarations after preprocessing; macro definitions
         proc = subprocess.run(
             [cc, "-std=c11", "-E", mode, "-I", include, "-x", "c", "-"],
-            input=text, capture_output=True, text=True, check=True,
+            input=text,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         out = proc.stdout
         if mode == "-dM":  # "#define NAME ..." / "#define NAME(args) ...": the NAME
@@ -64,8 +103,19 @@ def header_identifiers() -> list[str]:
 def names() -> list[str]:
     found = header_identifiers()
     # The compiler agrees with the brief: these are among them.
-    for expected in ("INT32_MAX", "SIZE_MAX", "EOF", "DLPACK_MAJOR_VERSION", "NULL", "printf",
-                     "TVMFFIEnvGetStream", "kDLCPU", "DLTensor", "offsetof", "INT64_C"):
+    for expected in (
+        "INT32_MAX",
+        "SIZE_MAX",
+        "EOF",
+        "DLPACK_MAJOR_VERSION",
+        "NULL",
+        "printf",
+        "TVMFFIEnvGetStream",
+        "kDLCPU",
+        "DLTensor",
+        "offsetof",
+        "INT64_C",
+    ):
         assert expected in found
     return found
 
@@ -128,8 +178,13 @@ def test_header_names_build_and_run(names: list[str], tmp_path: Any) -> None:
         "#include <stdint.h>\n"
         f"int index({', '.join(params)}) {{ p0[0] = {total_expr}; return 0; }}\n"
     )
-    mod = codegen.build([(sig, "index")], sources=[source], name="hdr_build",
-                        output_dir=tmp_path, extra_cflags=["-O0"])
+    mod = codegen.build(
+        [(sig, "index")],
+        sources=[source],
+        name="hdr_build",
+        output_dir=tmp_path,
+        extra_cflags=["-O0"],
+    )
     args, total = arguments(sig)
     assert mod["hdr_build"](*args) is None
     assert int(args[0][0]) == total
@@ -147,8 +202,9 @@ def test_header_names_build_and_run(names: list[str], tmp_path: Any) -> None:
 def test_header_names_inline(names: list[str], tmp_path: Any) -> None:
     sig = collision_signature("hdr_inline", accepted(names))
     terms = [v.name for v in sig.vars] + [p.name for p in sig.ffi_params if isinstance(p, Scalar)]
-    func = codegen.inline(sig, f"tvmffi_test_out[0] = {' + '.join(terms)};",
-                          output_dir=tmp_path, extra_cflags=["-O0"])
+    func = codegen.inline(
+        sig, f"tvmffi_test_out[0] = {' + '.join(terms)};", output_dir=tmp_path, extra_cflags=["-O0"]
+    )
     args, total = arguments(sig)
     func(*args)
     assert int(args[0][0]) == total
@@ -159,8 +215,7 @@ KERNELS = ["sig", "t0", "args", "result", "var0", "EOF", "stdin"]
 
 def test_kernel_names_like_wrapper_locals_and_macros(tmp_path: Any) -> None:
     # The wrapper declares each kernel under a mangled C name bound to its symbol.
-    sigs = [Signature(f"k_{k}", [Scalar("x", "int64"), Tensor("y", [1], "int64")])
-            for k in KERNELS]
+    sigs = [Signature(f"k_{k}", [Scalar("x", "int64"), Tensor("y", [1], "int64")]) for k in KERNELS]
     source = "#include <stdint.h>\n" + "".join(
         f"int {k}(int64_t x, int64_t* y) {{ y[0] = x * {i + 2}; return 0; }}\n"
         for i, k in enumerate(KERNELS)
@@ -187,13 +242,15 @@ def test_any_doc_builds(tmp_path: Any) -> None:
     source = "#include <stdint.h>\n" + "".join(
         f"int doc{i}_kernel(int32_t x) {{ (void)x; return 0; }}\n" for i in range(len(DOCS))
     )
-    mod = codegen.build([(s, f"{s.name}_kernel") for s in sigs], sources=[source],
-                        name="docs", output_dir=tmp_path)
+    mod = codegen.build(
+        [(s, f"{s.name}_kernel") for s in sigs], sources=[source], name="docs", output_dir=tmp_path
+    )
     for i, doc in enumerate(DOCS):
         # Valid UTF-8 all the way: a lone surrogate comes back as its \udXXX escape.
         expected = doc.encode("utf-8", "backslashreplace").decode("utf-8")
         assert mod.get_function_doc(f"doc{i}") == expected
         assert mod[f"doc{i}"](1) is None
+
     # A str subclass is taken as its text.
     class Doc(str):
         def __str__(self) -> str:
@@ -207,15 +264,15 @@ def test_numeric_edges_build_and_check(tmp_path: Any) -> None:
     sigs = [
         Signature("div_big", [Tensor("x", [Var("n", divisibility=2**63 - 1)], "int8")]),
         Signature("align_big", [Tensor("x", [Var("n")], "int8", data_alignment=big)]),
-        Signature("dims_edge", [Tensor("x", [0, Var("m")], "int8",
-                                       strides=[2**63 - 1, -(2**63)])]),
+        Signature("dims_edge", [Tensor("x", [0, Var("m")], "int8", strides=[2**63 - 1, -(2**63)])]),
     ]
     source = "#include <stdint.h>\n" + "".join(
         f"int {s.name}_kernel(int8_t* x, int64_t v) {{ (void)x; (void)v; return 0; }}\n"
         for s in sigs
     )
-    mod = codegen.build([(s, f"{s.name}_kernel") for s in sigs], sources=[source],
-                        name="edges", output_dir=tmp_path)
+    mod = codegen.build(
+        [(s, f"{s.name}_kernel") for s in sigs], sources=[source], name="edges", output_dir=tmp_path
+    )
     mod["div_big"](np.zeros(0, np.int8))  # 0 is a multiple of anything
     with pytest.raises(ValueError, match="to be divisible by 9223372036854775807 but got"):
         mod["div_big"](np.zeros(3, np.int8))

@@ -45,16 +45,23 @@ from tvmffi.module import _exported_function_names
 
 # Explore, but write nothing into the work tree and allow slow examples (builds, a
 # loaded machine).
-FAST = settings(deadline=None, database=None, max_examples=120,
-                suppress_health_check=[HealthCheck.too_slow])
-FEW = settings(deadline=None, database=None, max_examples=25,
-               suppress_health_check=[HealthCheck.too_slow,
-                                      HealthCheck.function_scoped_fixture])
+FAST = settings(
+    deadline=None, database=None, max_examples=120, suppress_health_check=[HealthCheck.too_slow]
+)
+FEW = settings(
+    deadline=None,
+    database=None,
+    max_examples=25,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 # No shrinking: each step would be a compiler run (a failure prints its example whole).
-BUILDS = settings(deadline=None, database=None, max_examples=4,
-                  phases=[Phase.explicit, Phase.generate],
-                  suppress_health_check=[HealthCheck.too_slow,
-                                         HealthCheck.function_scoped_fixture])
+BUILDS = settings(
+    deadline=None,
+    database=None,
+    max_examples=4,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 U64_EDGES = [0, 1, 2, 7, 8, 9, 2**31, 2**32, 2**62, 2**63 - 1, 2**63, 2**64 - 1]
 
@@ -126,8 +133,12 @@ def test_valid_trees_round_trip(tree: LibraryBin) -> None:
 
 
 @FAST
-@given(st.one_of(st.binary(max_size=120), st.binary(max_size=100).map(
-    lambda b: struct.pack("<Q", len(b)) + b)))
+@given(
+    st.one_of(
+        st.binary(max_size=120),
+        st.binary(max_size=100).map(lambda b: struct.pack("<Q", len(b)) + b),
+    )
+)
 def test_random_bytes_parse_or_raise_value_error(data: bytes) -> None:
     parses_or_value_error(data)
 
@@ -183,8 +194,22 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, int]:
         f"{{{','.join(map(str, data))}}};\n" + FUNC_C
     )
     so = out / "libprops.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", *includes, "-o", str(so), str(src),
-                    f"-L{lib_dir}", "-ltvm_ffi", f"-Wl,-rpath,{lib_dir}"], check=True)
+    subprocess.run(
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            "-O1",
+            *includes,
+            "-o",
+            str(so),
+            str(src),
+            f"-L{lib_dir}",
+            "-ltvm_ffi",
+            f"-Wl,-rpath,{lib_dir}",
+        ],
+        check=True,
+    )
     raw = so.read_bytes()
     at = raw.find(data)
     assert at > 0 and raw.find(data, at + 1) < 0
@@ -198,11 +223,20 @@ def test_mutated_library_files_read_or_raise_value_error(
 ) -> None:
     raw, _ = library
     # Mostly the headers and tables (the first pages and the section table at the end).
-    edits = data.draw(st.lists(st.tuples(
-        st.one_of(st.integers(0, min(len(raw), 4096) - 1),
-                  st.integers(max(len(raw) - 2048, 0), len(raw) - 1),
-                  st.integers(0, len(raw) - 1)),
-        st.integers(0, 255)), min_size=1, max_size=8))
+    edits = data.draw(
+        st.lists(
+            st.tuples(
+                st.one_of(
+                    st.integers(0, min(len(raw), 4096) - 1),
+                    st.integers(max(len(raw) - 2048, 0), len(raw) - 1),
+                    st.integers(0, len(raw) - 1),
+                ),
+                st.integers(0, 255),
+            ),
+            min_size=1,
+            max_size=8,
+        )
+    )
     bad = bytearray(raw)
     for at, value in edits:
         bad[at] = value
@@ -241,24 +275,57 @@ def test_libraries_with_mutated_arrays_load_or_raise_value_error(
 
 
 # ---- codegen specs: made or refused ----------------------------------------------------
-HEADER_NAMES = ["INT32_MAX", "SIZE_MAX", "EOF", "errno", "DLPACK_MAJOR_VERSION", "NULL",
-                "index", "printf", "TVMFFIEnvGetStream", "kDLCPU", "offsetof", "INT64_C",
-                "sig", "args", "result", "t0", "p0", "var0", "stream", "int", "bool", "true",
-                "int64_t", "DLTensor", "__x", "_X"]
+HEADER_NAMES = [
+    "INT32_MAX",
+    "SIZE_MAX",
+    "EOF",
+    "errno",
+    "DLPACK_MAJOR_VERSION",
+    "NULL",
+    "index",
+    "printf",
+    "TVMFFIEnvGetStream",
+    "kDLCPU",
+    "offsetof",
+    "INT64_C",
+    "sig",
+    "args",
+    "result",
+    "t0",
+    "p0",
+    "var0",
+    "stream",
+    "int",
+    "bool",
+    "true",
+    "int64_t",
+    "DLTensor",
+    "__x",
+    "_X",
+]
 name_st = st.one_of(
     st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,7}", fullmatch=True),
     st.sampled_from(HEADER_NAMES),
 )
 any_name_st = st.one_of(name_st, st.text(max_size=4), st.integers(), st.none())
-int_edges = st.sampled_from([0, 1, -1, 3, 2**31, 2**62, 2**63 - 1, 2**63, 2**64, 2**70,
-                             -(2**63), -(2**63) - 1])
-any_int_st = st.one_of(int_edges, st.integers(), st.booleans(), st.floats(allow_nan=False),
-                       st.text(max_size=2), st.none())
-dtype_st = st.one_of(st.sampled_from([*codegen._spec.DTYPES, "float128", "int4", ""]),
-                     st.text(max_size=3))
+int_edges = st.sampled_from(
+    [0, 1, -1, 3, 2**31, 2**62, 2**63 - 1, 2**63, 2**64, 2**70, -(2**63), -(2**63) - 1]
+)
+any_int_st = st.one_of(
+    int_edges,
+    st.integers(),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.text(max_size=2),
+    st.none(),
+)
+dtype_st = st.one_of(
+    st.sampled_from([*codegen._spec.DTYPES, "float128", "int4", ""]), st.text(max_size=3)
+)
 var_st = st.builds(
     lambda name, dtype, div: made(Var, name, dtype, divisibility=div),
-    name_st, st.sampled_from(["int8", "int32", "int64", "uint8", "uint64", "float32"]),
+    name_st,
+    st.sampled_from(["int8", "int32", "int64", "uint8", "uint64", "float32"]),
     st.one_of(st.none(), int_edges, st.integers(1, 16)),
 )
 
@@ -278,9 +345,15 @@ def any_param(draw: Any) -> Any:
         dims = st.lists(st.one_of(any_int_st, var_st), max_size=4)
         shape = draw(st.one_of(dims, any_int_st))
         strides = draw(st.one_of(st.none(), dims))
-        return made(Tensor, draw(any_name_st), shape, draw(dtype_st),
-                    device=draw(st.sampled_from(["cpu", "cuda", "rocm", "tpu", ""])),
-                    strides=strides, data_alignment=draw(st.one_of(st.none(), any_int_st)))
+        return made(
+            Tensor,
+            draw(any_name_st),
+            shape,
+            draw(dtype_st),
+            device=draw(st.sampled_from(["cpu", "cuda", "rocm", "tpu", ""])),
+            strides=strides,
+            data_alignment=draw(st.one_of(st.none(), any_int_st)),
+        )
     if kind == "scalar":
         return made(Scalar, draw(any_name_st), draw(dtype_st))
     if kind == "stream":
@@ -288,8 +361,12 @@ def any_param(draw: Any) -> Any:
     return draw(any_int_st)
 
 
-@settings(deadline=None, database=None, max_examples=200,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    deadline=None,
+    database=None,
+    max_examples=200,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(any_name_st, st.lists(any_param(), max_size=5), st.one_of(st.none(), st.text()))
 def test_specs_are_made_or_refused_and_emit(name: Any, params: list[Any], doc: Any) -> None:
     params = [p for p in params if p is not None]
@@ -317,23 +394,36 @@ VAR_VALUES = {None: [1, 2, 3], 1: [1, 2], 2: [2, 4], 3: [3, 6], 2**62: [0], 2**6
 @st.composite
 def runnable(draw: Any, index: int) -> tuple[Signature, dict[str, int]]:
     """A valid signature (named from the headers too) and Var values that satisfy it."""
-    names = draw(st.lists(name_st.filter(lambda n: made(Var, n) is not None),
-                          min_size=8, max_size=8, unique=True))
-    var_pool = [Var(n, draw(st.sampled_from(["int32", "int64", "uint16"])),
-                    divisibility=draw(st.sampled_from(list(VAR_VALUES))))
-                for n in names[:3]]
+    names = draw(
+        st.lists(
+            name_st.filter(lambda n: made(Var, n) is not None), min_size=8, max_size=8, unique=True
+        )
+    )
+    var_pool = [
+        Var(
+            n,
+            draw(st.sampled_from(["int32", "int64", "uint16"])),
+            divisibility=draw(st.sampled_from(list(VAR_VALUES))),
+        )
+        for n in names[:3]
+    ]
     values = {v.name: draw(st.sampled_from(VAR_VALUES[v.divisibility])) for v in var_pool}
     params: list[Any] = []
     for pname in names[3:]:
         if draw(st.booleans()):
             params.append(Scalar(pname, draw(st.sampled_from(["int32", "int64", "float64"]))))
             continue
-        shape = draw(st.lists(st.one_of(st.sampled_from(var_pool), st.integers(0, 3)),
-                              max_size=3))
+        shape = draw(st.lists(st.one_of(st.sampled_from(var_pool), st.integers(0, 3)), max_size=3))
         # (2**62 is refused at call time even for an empty array: test_codegen_names.)
         align = draw(st.sampled_from([None, 1, 4]))
-        params.append(Tensor(pname, shape, draw(st.sampled_from(["int8", "float32", "int64"])),
-                             data_alignment=align))
+        params.append(
+            Tensor(
+                pname,
+                shape,
+                draw(st.sampled_from(["int8", "float32", "int64"])),
+                data_alignment=align,
+            )
+        )
     doc = draw(st.text(max_size=20))
     return Signature(f"prop{index}", params, doc=doc), values
 
@@ -345,8 +435,9 @@ def call_args(sig: Signature, values: dict[str, int]) -> list[Any]:
             out.append(3 if p.dtype != "float64" else 2.5)
         else:
             dims = [d if isinstance(d, int) else values[d.name] for d in p.shape]
-            out.append(np.zeros(dims, {"int8": np.int8, "float32": np.float32,
-                                       "int64": np.int64}[p.dtype]))
+            out.append(
+                np.zeros(dims, {"int8": np.int8, "float32": np.float32, "int64": np.int64}[p.dtype])
+            )
     return out
 
 
@@ -360,9 +451,13 @@ def test_random_valid_specs_build_and_run(
     for sig in sigs:
         params = [f"{ctype} p{i}" for i, (ctype, _) in enumerate(_emit._kernel_params(sig))]
         source += f"int {sig.name}_k({', '.join(params) or 'void'}) {{ return 0; }}\n"
-    mod = codegen.build([(s, f"{s.name}_k") for s in sigs], sources=[source], name="props",
-                        output_dir=tmp_path_factory.mktemp("props_build"),
-                        extra_cflags=["-O0", "-Wno-unused-parameter"])
+    mod = codegen.build(
+        [(s, f"{s.name}_k") for s in sigs],
+        sources=[source],
+        name="props",
+        output_dir=tmp_path_factory.mktemp("props_build"),
+        extra_cflags=["-O0", "-Wno-unused-parameter"],
+    )
     for sig, values in cases:
         func = mod[sig.name]
         args = call_args(sig, values)

@@ -15,9 +15,18 @@ from tvmffi.codegen import Scalar, Signature, Tensor, Var
 from tvmffi.codegen._emit import kernel_prototype
 
 NP = {
-    "bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32,
-    "int64": np.int64, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32,
-    "uint64": np.uint64, "float16": np.float16, "float32": np.float32, "float64": np.float64,
+    "bool": np.bool_,
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "uint8": np.uint8,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+    "float16": np.float16,
+    "float32": np.float32,
+    "float64": np.float64,
 }
 SCALARS = {"int32": 3, "int64": -5, "float32": 1.5, "float64": 2.5, "bool": True}
 
@@ -44,8 +53,13 @@ def random_case(seed: int) -> tuple[Signature, dict[str, int]]:
                 acc *= dims[k] + (1 if k == len(dims) - 1 else 0)
             strides = list(reversed(out))
         params.append(
-            Tensor(f"t{i}", shape, rng.choice(list(NP)), strides=strides,
-                   data_alignment=rng.choice([None, None, 1, 4]))
+            Tensor(
+                f"t{i}",
+                shape,
+                rng.choice(list(NP)),
+                strides=strides,
+                data_alignment=rng.choice([None, None, 1, 4]),
+            )
         )
     return Signature(f"rand{seed}", params), values
 

@@ -28,6 +28,7 @@ def returned_type(value: str | bytes) -> type:
         return str if len(value.encode()) <= 7 else tvmffi.core.String
     return bytes if len(value) <= 7 else tvmffi.core.Bytes
 
+
 echo = testing.echo
 
 INT64_MIN = -(2**63)

@@ -39,7 +39,9 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def add_lib(cache: Path) -> str:
     return tvmffi.cpp.build_inline(
-        "adder", cpp_sources=ADD, functions={"add": "Add two ints."},
+        "adder",
+        cpp_sources=ADD,
+        functions={"add": "Add two ints."},
         extra_cflags=["-DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
         build_directory=str(cache / "adder"),
     )
@@ -57,7 +59,9 @@ def test_unchanged_build_is_a_load(add_lib: str, cache: Path) -> None:
     mtime = os.stat(add_lib).st_mtime_ns
     runs = _build.stats["compiler_runs"]
     mod = tvmffi.cpp.load_inline(
-        "adder", cpp_sources=ADD, functions={"add": "Add two ints."},
+        "adder",
+        cpp_sources=ADD,
+        functions={"add": "Add two ints."},
         extra_cflags=["-DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
         build_directory=str(cache / "adder"),
     )
@@ -85,11 +89,13 @@ def test_second_load_inline_in_a_new_process_does_not_compile(add_lib: str, cach
     assert os.stat(add_lib).st_mtime_ns == mtime
 
 
-def test_default_cache_dir_is_tvm_ffi_cache_dir(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_cache_dir_is_tvm_ffi_cache_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TVM_FFI_CACHE_DIR", str(tmp_path / "c"))
     path = tvmffi.cpp.build(
-        "plain_c", sources=[_c_file(tmp_path, "p.c", 'int32_t v(void) { return 5; }\n')])
+        "plain_c", sources=[_c_file(tmp_path, "p.c", "int32_t v(void) { return 5; }\n")]
+    )
     (entry,) = os.listdir(tmp_path / "c")
     assert entry.startswith("plain_c_") and path == str(tmp_path / "c" / entry / "plain_c.so")
     assert tvmffi.load_module(path).v() == 5
@@ -99,8 +105,11 @@ def _c_file(folder: Path, name: str, body: str, header: str = "") -> str:
     """A C source exporting ``v`` through the C ABI (no C++ headers: compiles fast)."""
     src = folder / name
     src.write_text(
-        "#include <tvm/ffi/c_api.h>\n" + header + "static " + body +
-        "TVM_FFI_DLL_EXPORT int __tvm_ffi_v(void* self, const TVMFFIAny* args, int32_t n,\n"
+        "#include <tvm/ffi/c_api.h>\n"
+        + header
+        + "static "
+        + body
+        + "TVM_FFI_DLL_EXPORT int __tvm_ffi_v(void* self, const TVMFFIAny* args, int32_t n,\n"
         "                                   TVMFFIAny* result) {\n"
         "  (void)self; (void)args; (void)n;\n"
         "  result->type_index = kTVMFFIInt; result->zero_padding = 0;\n"
@@ -125,8 +134,12 @@ def test_changed_header_rebuilds(tmp_path: Path) -> None:
 # ---- errors --------------------------------------------------------------------------------
 def test_compile_error_has_message_command_and_generated_file(tmp_path: Path) -> None:
     with pytest.raises(tvmffi.cpp.CompileError) as info:
-        tvmffi.cpp.build_inline("broken", cpp_sources="int f() { return undefined_name; }",
-                                functions="f", build_directory=str(tmp_path))
+        tvmffi.cpp.build_inline(
+            "broken",
+            cpp_sources="int f() { return undefined_name; }",
+            functions="f",
+            build_directory=str(tmp_path),
+        )
     err = info.value
     assert isinstance(err, RuntimeError)
     message = str(err)
@@ -141,14 +154,22 @@ def test_compile_error_has_message_command_and_generated_file(tmp_path: Path) ->
 def test_bad_flag_is_a_compile_error(tmp_path: Path) -> None:
     with pytest.raises(tvmffi.cpp.CompileError, match="--no-such-flag-xyz"):
         src = _c_file(tmp_path, "b.c", "int32_t v(void) { return 1; }\n")
-        tvmffi.cpp.build("badflag", sources=src, extra_cflags=["--no-such-flag-xyz"],
-                         build_directory=str(tmp_path / "o"))
+        tvmffi.cpp.build(
+            "badflag",
+            sources=src,
+            extra_cflags=["--no-such-flag-xyz"],
+            build_directory=str(tmp_path / "o"),
+        )
 
 
 def test_declared_but_undefined_function_fails_the_build(tmp_path: Path) -> None:
     with pytest.raises(tvmffi.cpp.CompileError) as info:
-        tvmffi.cpp.build_inline("undef", cpp_sources="int missing_impl(int x);",
-                                functions=["missing_impl"], build_directory=str(tmp_path))
+        tvmffi.cpp.build_inline(
+            "undef",
+            cpp_sources="int missing_impl(int x);",
+            functions=["missing_impl"],
+            build_directory=str(tmp_path),
+        )
     err = info.value
     assert err.undefined_symbols == ("missing_impl(int)",)
     assert "undefined symbol: missing_impl(int)" in str(err)
@@ -191,19 +212,27 @@ n = Var("n")
 
 def test_codegen_kernel_with_cpp_linkage_is_a_build_error(tmp_path: Path) -> None:
     (tmp_path / "k.cc").write_text(
-        "#include <cstdint>\nint scale_k(int64_t* x, int64_t n) { return 0; }\n")
+        "#include <cstdint>\nint scale_k(int64_t* x, int64_t n) { return 0; }\n"
+    )
     sig = Signature("scale", [Tensor("x", [n], "int64")])
     with pytest.raises(codegen.CompileError) as info:
-        codegen.build([(sig, "scale_k")], sources=[tmp_path / "k.cc"], name="scale",
-                      output_dir=tmp_path)
+        codegen.build(
+            [(sig, "scale_k")], sources=[tmp_path / "k.cc"], name="scale", output_dir=tmp_path
+        )
     message = str(info.value)
     assert info.value.undefined_symbols == ("scale_k",)
     assert 'extern "C"' in message and "_Z7scale_k" in message
     assert not list(tmp_path.glob("scale-*/libscale.so"))
     # The fix the message names, given as C++ text this time.
-    mod = codegen.build([(sig, "scale_k")], name="scale", output_dir=tmp_path, cpp_sources=[
-        '#include <cstdint>\nextern "C" int scale_k(int64_t* x, int64_t n) {\n'
-        "  for (int64_t i = 0; i < n; ++i) x[i] *= 3;\n  return 0;\n}\n"])
+    mod = codegen.build(
+        [(sig, "scale_k")],
+        name="scale",
+        output_dir=tmp_path,
+        cpp_sources=[
+            '#include <cstdint>\nextern "C" int scale_k(int64_t* x, int64_t n) {\n'
+            "  for (int64_t i = 0; i < n; ++i) x[i] *= 3;\n  return 0;\n}\n"
+        ],
+    )
     x = np.arange(3, dtype=np.int64)
     mod.scale(x)
     assert x.tolist() == [0, 3, 6]
@@ -212,8 +241,12 @@ def test_codegen_kernel_with_cpp_linkage_is_a_build_error(tmp_path: Path) -> Non
 def test_codegen_misspelled_kernel_is_a_build_error(tmp_path: Path) -> None:
     sig = Signature("fill", [Scalar("v", "int32")])
     with pytest.raises(codegen.CompileError) as info:
-        codegen.build([(sig, "fill_kernal")], sources=["int fill_kernel(int v) { return v; }"],
-                      name="fill", output_dir=tmp_path)
+        codegen.build(
+            [(sig, "fill_kernal")],
+            sources=["int fill_kernel(int v) { return v; }"],
+            name="fill",
+            output_dir=tmp_path,
+        )
     assert info.value.undefined_symbols == ("fill_kernal",)
     assert "fill_kernal: not defined" in str(info.value)
 
@@ -231,12 +264,23 @@ int omp_k(int64_t* x, int64_t n) {
 def test_codegen_openmp_needs_link_flags(tmp_path: Path) -> None:
     sig = Signature("omp", [Tensor("x", [n], "int64")])
     with pytest.raises(codegen.CompileError) as info:
-        codegen.build([(sig, "omp_k")], sources=[OPENMP], name="omp", output_dir=tmp_path,
-                      extra_cflags=["-fopenmp"])
+        codegen.build(
+            [(sig, "omp_k")],
+            sources=[OPENMP],
+            name="omp",
+            output_dir=tmp_path,
+            extra_cflags=["-fopenmp"],
+        )
     assert any(s.startswith("GOMP_") for s in info.value.undefined_symbols)
     assert "add -fopenmp to the linker flags" in str(info.value)
-    mod = codegen.build([(sig, "omp_k")], sources=[OPENMP], name="omp", output_dir=tmp_path,
-                        extra_cflags=["-fopenmp"], extra_ldflags=["-fopenmp"])
+    mod = codegen.build(
+        [(sig, "omp_k")],
+        sources=[OPENMP],
+        name="omp",
+        output_dir=tmp_path,
+        extra_cflags=["-fopenmp"],
+        extra_ldflags=["-fopenmp"],
+    )
     x = np.zeros(5, np.int64)
     mod.omp(x)
     assert x.tolist() == [0, 2, 4, 6, 8]
@@ -251,8 +295,16 @@ def test_concurrent_builds_of_one_module(tmp_path: Path) -> None:
         print(mod.add(1, 1))
     """)
     env = dict(os.environ, TVMFFI_BUILD_VERBOSE="1")
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(3)
+    ]
     results = [p.communicate(timeout=600) for p in procs]
     for proc, (out, err) in zip(procs, results, strict=True):
         assert proc.returncode == 0, err
@@ -262,8 +314,9 @@ def test_concurrent_builds_of_one_module(tmp_path: Path) -> None:
 
 
 # ---- feedback ------------------------------------------------------------------------------
-def test_verbose_and_silent(tmp_path: Path, capfd: pytest.CaptureFixture[str],
-                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verbose_and_silent(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = _c_file(tmp_path, "q.c", "int32_t v(void) { return 1; }\n")
     monkeypatch.setenv("TVMFFI_BUILD_VERBOSE", "1")
     tvmffi.cpp.build("loud", sources=src, build_directory=str(tmp_path / "loud"))
@@ -288,28 +341,40 @@ int64_t blob_byte(int64_t i) { return __tvm_ffi__cubin_blob[i]; }
 
 def test_embed_cubin_bytes_reach_the_library(tmp_path: Path) -> None:
     data = bytes(range(256)) * 3 + b"end"
-    mod = tvmffi.cpp.load_inline("blob", cpp_sources=CUBIN_READER,
-                                 functions=["blob_size", "blob_byte"],
-                                 embed_cubin={"blob": data}, build_directory=str(tmp_path))
+    mod = tvmffi.cpp.load_inline(
+        "blob",
+        cpp_sources=CUBIN_READER,
+        functions=["blob_size", "blob_byte"],
+        embed_cubin={"blob": data},
+        build_directory=str(tmp_path),
+    )
     assert mod.blob_size() == len(data)
     assert [mod.blob_byte(i) for i in (0, 255, 700, len(data) - 1)] == [0, 255, 700 % 256, 100]
 
 
 def test_embed_cubin_utility_and_object_output(tmp_path: Path) -> None:
-    obj = tvmffi.cpp.build("reader", sources=_c_file(
-        tmp_path, "r.c", "int32_t v(void) { return (int32_t)(__tvm_ffi__cubin_k_end - "
-        "__tvm_ffi__cubin_k); }\n",
-        "extern const unsigned char __tvm_ffi__cubin_k[], __tvm_ffi__cubin_k_end[];\n"),
-        output="reader.o", build_directory=str(tmp_path / "o"))
+    obj = tvmffi.cpp.build(
+        "reader",
+        sources=_c_file(
+            tmp_path,
+            "r.c",
+            "int32_t v(void) { return (int32_t)(__tvm_ffi__cubin_k_end - __tvm_ffi__cubin_k); }\n",
+            "extern const unsigned char __tvm_ffi__cubin_k[], __tvm_ffi__cubin_k_end[];\n",
+        ),
+        output="reader.o",
+        build_directory=str(tmp_path / "o"),
+    )
     assert obj == str(tmp_path / "o" / "reader.o")
     (tmp_path / "k.cubin").write_bytes(b"x" * 77)
     embed_cubin(tmp_path / "k.cubin", Path(obj), tmp_path / "with.o", "k")
-    symbols = subprocess.run(["nm", str(tmp_path / "with.o")], capture_output=True,
-                             text=True).stdout
+    symbols = subprocess.run(
+        ["nm", str(tmp_path / "with.o")], capture_output=True, text=True
+    ).stdout
     # Local (lower-case type letter) after embedding.
     assert " r __tvm_ffi__cubin_k\n" in symbols and " r __tvm_ffi__cubin_k_end\n" in symbols
-    lib = tvmffi.cpp.build("with", sources=[str(tmp_path / "with.o")],
-                           build_directory=str(tmp_path / "o"))
+    lib = tvmffi.cpp.build(
+        "with", sources=[str(tmp_path / "with.o")], build_directory=str(tmp_path / "o")
+    )
     assert tvmffi.load_module(lib).v() == 77
     with pytest.raises(FileNotFoundError):
         embed_cubin(tmp_path / "none.cubin", Path(obj), tmp_path / "x.o", "k")
@@ -321,18 +386,48 @@ def test_config_flags_build_an_outside_library(tmp_path: Path) -> None:
     from tvmffi import config, libinfo
 
     out = subprocess.run(
-        [sys.executable, "-m", "tvmffi", "config", "--ldflags", "--libs", "--includedir",
-         "--libdir", "--cxxflags"], capture_output=True, text=True, check=True).stdout.splitlines()
+        [
+            sys.executable,
+            "-m",
+            "tvmffi",
+            "config",
+            "--ldflags",
+            "--libs",
+            "--includedir",
+            "--libdir",
+            "--cxxflags",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     # In the official tool's order, whatever the order asked in.
     libdir = os.path.dirname(libinfo.find_libtvm_ffi())
-    assert out == [libinfo.find_include_path(), libdir, config.cxxflags(), config.libs(),
-                   config.ldflags()]
+    assert out == [
+        libinfo.find_include_path(),
+        libdir,
+        config.cxxflags(),
+        config.libs(),
+        config.ldflags(),
+    ]
     assert os.path.isfile(os.path.join(out[0], "tvm", "ffi", "c_api.h"))
     assert os.path.samefile(os.path.join(out[1], "libtvm_ffi.so"), tvmffi.lib_path())
     src = _c_file(tmp_path, "o.c", "int32_t v(void) { return 9; }\n")
     lib = str(tmp_path / "libo.so")
-    subprocess.run([toolchain.compiler("c"), "-shared", "-fPIC", *config.cflags().split(), src,
-                    *config.ldflags().split(), *config.libs().split(), "-o", lib], check=True)
+    subprocess.run(
+        [
+            toolchain.compiler("c"),
+            "-shared",
+            "-fPIC",
+            *config.cflags().split(),
+            src,
+            *config.ldflags().split(),
+            *config.libs().split(),
+            "-o",
+            lib,
+        ],
+        check=True,
+    )
     assert tvmffi.load_module(lib).v() == 9
 
 
@@ -348,8 +443,10 @@ def test_to_cpp_dtype() -> None:
 
 def test_file_lock_excludes_other_processes(tmp_path: Path) -> None:
     path = str(tmp_path / "l.lock")
-    probe = ("import sys; from tvmffi.utils import FileLock; "
-             "sys.exit(0 if FileLock(sys.argv[1]).acquire() else 3)")
+    probe = (
+        "import sys; from tvmffi.utils import FileLock; "
+        "sys.exit(0 if FileLock(sys.argv[1]).acquire() else 3)"
+    )
     with FileLock(path) as lock:
         assert lock.acquire() is False  # held by this instance already
         with pytest.raises(RuntimeError, match="already held"):
@@ -369,11 +466,16 @@ def test_cuda_sources_compile_with_nvcc(tmp_path: Path) -> None:
         toolchain.cuda_home()
     except RuntimeError:
         pytest.skip("nvcc not found")
-    path = tvmffi.cpp.build_inline("cu", cuda_sources="""
+    path = tvmffi.cpp.build_inline(
+        "cu",
+        cuda_sources="""
         __global__ void k(float* x) { x[threadIdx.x] += 1; }
         int64_t launch(tvm::ffi::TensorView x) { k<<<1, 1>>>(static_cast<float*>(x.data_ptr()));
                                                  return 1; }
-        """, functions="launch", build_directory=str(tmp_path))
+        """,
+        functions="launch",
+        build_directory=str(tmp_path),
+    )
     mod = tvmffi.load_module(path)  # loads without a GPU (cudart is linked with its rpath)
     assert mod.get_function("launch") is not None
     if shutil.which("nvidia-smi") is None:

@@ -455,7 +455,10 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run(
-        [sys.executable, "-m", "tvmffi", *args], capture_output=True, text=True, env=env,
+        [sys.executable, "-m", "tvmffi", *args],
+        capture_output=True,
+        text=True,
+        env=env,
         timeout=120,
     )
 

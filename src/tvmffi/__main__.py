@@ -67,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     p_inspect = sub.add_parser("inspect", help="show a module library's kind, functions, imports")
     p_inspect.add_argument("path")
     # `config` takes the options of python -m tvmffi.config (tvmffi/config.py parses them).
-    sub.add_parser("config", help="print include/library paths and flags (--help for options)",
-                   add_help=False)
+    sub.add_parser(
+        "config", help="print include/library paths and flags (--help for options)", add_help=False
+    )
     args, rest = parser.parse_known_args(argv)
     if args.command == "config":
         from .config import main as config_main

@@ -29,6 +29,15 @@ from .object import (
 )
 
 # isort: split
+# ---- dataclasses: reflection model and Python-defined types (dc) ---------------------
+from ._core import FieldProperty as FFIProperty
+from .dataclasses._registration import register_py_class as _register_py_class
+from .object import FieldInfo as TypeField
+from .object import MethodInfo as TypeMethod
+from .object import _repr_hook as object_repr
+from .object import get_type_info as _lookup_or_register_type_info_from_type_key
+
+# isort: split
 # ---- devices, dtypes, tensors, streams (w13a) -------------------------------------
 from .device import DLDeviceType
 from .tensor import Tensor, from_dlpack
@@ -65,19 +74,24 @@ __all__ = [
     "DataType",
     "Device",
     "Error",
+    "FFIProperty",
     "Function",
     "Object",
     "ObjectConvertible",
     "OpaquePyObject",
     "String",
     "Tensor",
+    "TypeField",
     "TypeInfo",
+    "TypeMethod",
     "TypeSchema",
     "_env_get_current_stream",
     "_lookup_or_register_type_info_from_type_key",
     "_lookup_type_attr",
     "_object_type_key_to_index",
+    "_register_py_class",
     "_to_py_class_value",
     "_type_cls_to_type_info",
     "from_dlpack",
+    "object_repr",
 ]

@@ -32,6 +32,9 @@ _T = TypeVar("_T", bound=type)
 _WRITABLE = 1 << 0
 _HAS_DEFAULT = 1 << 1
 _IS_STATIC = 1 << 2
+_SEQ_IGNORE = 1 << 3
+_SEQ_DEF_PATTERN = 1 << 4
+_SEQ_DEF_SIMPLE = 1 << 12
 _DEFAULT_FROM_FACTORY = 1 << 5
 _REPR_OFF = 1 << 6
 _COMPARE_OFF = 1 << 7
@@ -81,9 +84,14 @@ def _decode_type_schema(schema: Any) -> Any:
     return schema
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class FieldInfo:
-    """A reflected field of an FFI object type."""
+    """A reflected field of an FFI object type (the official ``tvm_ffi.core.TypeField``).
+
+    Read from the runtime's type table. Two attributes are the Python layer's own and
+    may be set by the dataclass decorators: ``frozen`` (plain assignment refused) and
+    ``dataclass_field`` (the :class:`tvmffi.dataclasses.Field` describing it).
+    """
 
     name: str
     doc: str
@@ -99,6 +107,8 @@ class FieldInfo:
     """Native alignment of the field in bytes."""
     offset: int = 0
     """Byte offset of the field from the start of the ``TVMFFIObject`` header."""
+    frozen: bool = False
+    dataclass_field: Any = None
 
     @property
     def writable(self) -> bool:
@@ -152,6 +162,76 @@ class FieldInfo:
     def type_schema(self) -> Any:
         return _decode_type_schema(self.metadata.get("type_schema"))
 
+    # ---- the official TypeField names ----
+    @property
+    def field_static_type_index(self) -> int:
+        return self.static_type_index
+
+    @property
+    def ty(self) -> Any:
+        """The field's :class:`TypeSchema` (from its ``type_schema`` metadata), or ``None``."""
+        schema = self.metadata.get("type_schema")
+        if schema is None:
+            return None
+        from .type_schema import TypeSchema
+
+        try:
+            if isinstance(schema, str):
+                return TypeSchema.from_json_str(schema)
+            return TypeSchema.from_json_obj(schema)
+        except Exception:
+            return None
+
+    @property
+    def c_init(self) -> bool:
+        return self.init
+
+    @property
+    def c_kw_only(self) -> bool:
+        return self.kw_only
+
+    @property
+    def c_has_default(self) -> bool:
+        return self.has_default
+
+    @property
+    def c_default(self) -> Any:
+        """The default value; ``MISSING`` when none or when it comes from a factory."""
+        return self.default if self.has_default and not self.default_from_factory else MISSING
+
+    @property
+    def c_default_factory(self) -> Any:
+        """The default factory; ``MISSING`` when the field has none."""
+        return self.default if self.has_default and self.default_from_factory else MISSING
+
+    @property
+    def c_repr(self) -> bool:
+        return self.repr
+
+    @property
+    def c_compare(self) -> bool:
+        return self.compare
+
+    @property
+    def c_hash(self) -> bool:
+        return self.hash
+
+    @property
+    def c_structural_eq(self) -> str | None:
+        """``None``, ``"ignore"``, ``"def-pattern"`` or ``"def-simple"``."""
+        if self.flags & _SEQ_IGNORE:
+            return "ignore"
+        if self.flags & _SEQ_DEF_PATTERN:
+            return "def-pattern"
+        if self.flags & _SEQ_DEF_SIMPLE:
+            return "def-simple"
+        return None
+
+    def as_property(self, cls: type) -> Any:
+        """A fresh field descriptor (``FFIProperty``) for ``cls``, honouring ``frozen``."""
+        del cls  # the descriptor checks the object's FFI type, not its class
+        return _core._field_property(self.owner_type_index, self.position, self.frozen)
+
 
 @dataclass(frozen=True)
 class MethodInfo:
@@ -168,14 +248,18 @@ class MethodInfo:
         return bool(self.flags & _IS_STATIC)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class TypeInfo:
-    """Runtime type information: key, ancestry, own fields and methods."""
+    """Runtime type information: key, ancestry, own fields and methods.
+
+    ``fields`` is ``None`` for a Python-defined type whose fields are not
+    registered yet (``_register_fields`` registers them and fills it in).
+    """
 
     type_index: int
     type_key: str
     ancestors: tuple[int, ...]
-    fields: tuple[FieldInfo, ...]
+    fields: Any  # tuple[FieldInfo, ...], or None before _register_fields
     methods: tuple[MethodInfo, ...]
     doc: str = ""
     own_total_size: int | None = None
@@ -189,11 +273,33 @@ class TypeInfo:
 
     @property
     def total_size(self) -> int:
-        """Native object size in bytes; a type without metadata reports its parent's."""
+        """Native object size in bytes; a type without metadata reports its parent's,
+        extended by its own fields (a Python-defined type without structural kind)."""
         if self.own_total_size is not None:
             return self.own_total_size
         parent = self.parent_type_info
-        return 24 if parent is None else parent.total_size
+        end = 24 if parent is None else parent.total_size
+        for f in self.fields or ():
+            end = max(end, f.offset + f.size)
+        return (end + 7) & ~7
+
+    _decorator_args: dict[str, Any] = field(default_factory=dict)
+
+    def _register_fields(self, fields: Any, structure_kind: int | None = None) -> None:
+        """Register ``fields`` (``tvmffi.dataclasses.Field``) as this Python-defined type's."""
+        from .dataclasses._registration import register_fields
+
+        register_fields(self, list(fields), structure_kind)
+
+    def _register_py_methods(
+        self,
+        py_methods: Any = None,
+        type_attr_names: frozenset[str] = frozenset(),
+    ) -> None:
+        """Register ``(name, func, is_static[, metadata])`` entries as methods or type attrs."""
+        from .dataclasses._registration import register_methods
+
+        register_methods(self, list(py_methods or ()), type_attr_names)
 
     @property
     def parent_type_index(self) -> int | None:
@@ -216,6 +322,7 @@ class TypeInfo:
         if self.type_key == "ffi.Object":
             return Object
         return _REGISTERED.get(self.type_index)
+
 
 
 _TYPE_INFO_CACHE: dict[int, TypeInfo] = {}
@@ -288,6 +395,27 @@ def get_type_info(x: Any) -> TypeInfo:
     return _type_info_by_index(_resolve_index(x))
 
 
+def _refresh_type_info(info: TypeInfo) -> None:
+    """Re-read a type's fields and methods from the runtime into ``info`` (kept as the
+    cached object, so identities hold); ``frozen``/``dataclass_field`` are kept by name."""
+    _TYPE_INFO_CACHE.pop(info.type_index, None)
+    fresh = _type_info_by_index(info.type_index)
+    old = {f.name: f for f in info.fields or ()}
+    for f in fresh.fields:
+        prev = old.get(f.name)
+        if prev is not None:
+            f.frozen, f.dataclass_field = prev.frozen, prev.dataclass_field
+    info.fields, info.methods = fresh.fields, fresh.methods
+    info.own_total_size = fresh.own_total_size
+    _TYPE_INFO_CACHE[info.type_index] = info
+    for index in [
+        i
+        for i in _ATTR_CACHE
+        if i == info.type_index or info.type_index in _type_info_by_index(i).ancestors
+    ]:
+        del _ATTR_CACHE[index]
+
+
 def _chain(index: int) -> list[TypeInfo]:
     info = _type_info_by_index(index)
     return [_type_info_by_index(a) for a in info.ancestors] + [info]
@@ -295,7 +423,7 @@ def _chain(index: int) -> list[TypeInfo]:
 
 def get_fields(x: Any) -> list[FieldInfo]:
     """All reflected fields of the type, inherited ones first."""
-    return [f for info in _chain(_resolve_index(x)) for f in info.fields]
+    return [f for info in _chain(_resolve_index(x)) for f in info.fields or ()]
 
 
 def get_methods(x: Any) -> list[MethodInfo]:
@@ -319,8 +447,8 @@ def _attrs_of(index: int) -> dict[str, Any]:
         return table
     table = {}
     for info in _chain(index):
-        for f in info.fields:
-            table[f.name] = _core._field_property(info.type_index, f.position)
+        for f in info.fields or ():
+            table[f.name] = f.as_property(Object)
         for m in info.methods:
             if m.name == "__ffi_init__":
                 continue
@@ -551,6 +679,8 @@ class OpaquePyObject(Object):
 
 def _type_cls_to_type_info(type_cls: type) -> TypeInfo | None:
     """TypeInfo of a registered class, or ``None`` (``tvm_ffi.core`` helper)."""
+    if type_cls is Object:
+        return _type_info_by_index(_key_to_index("ffi.Object"))
     info = type_cls.__dict__.get("__tvm_ffi_type_info__")
     return info if isinstance(info, TypeInfo) else None
 

@@ -407,8 +407,7 @@ class _Emitter:
             return
         self.check(
             f"{v}->device.device_type != {DEVICES[t.device]}",
-            f'return tvmffi_cg_fail_device(sig, "{name}", "{t.device}", '
-            f"{v}->device.device_type);",
+            f'return tvmffi_cg_fail_device(sig, "{name}", "{t.device}", {v}->device.device_type);',
         )
         if v != t0:
             self.check(

@@ -77,8 +77,13 @@ def _is_path(src: object) -> bool:
     )
 
 
-def _sources(sources: Sequence[SourceLike], lang: str, what: str,
-             generated: dict[str, str], units: list[Unit]) -> None:
+def _sources(
+    sources: Sequence[SourceLike],
+    lang: str,
+    what: str,
+    generated: dict[str, str],
+    units: list[Unit],
+) -> None:
     """Add ``sources`` (text in ``lang``, or files by suffix) to the job's units."""
     if isinstance(sources, (str, bytes, PathLike)):
         sources = [sources]
@@ -194,8 +199,19 @@ def build(
     link cannot find is named.
     """
     check_identifier(name, "library name")
-    job = _job(name, functions, sources, cpp_sources, cuda_sources, extra_cflags,
-               extra_cuda_cflags, extra_ldflags, extra_include_paths, f"lib{name}.so", verbose)
+    job = _job(
+        name,
+        functions,
+        sources,
+        cpp_sources,
+        cuda_sources,
+        extra_cflags,
+        extra_cuda_cflags,
+        extra_ldflags,
+        extra_include_paths,
+        f"lib{name}.so",
+        verbose,
+    )
     _embed(job, embed)
     build_dir = os.path.join(_cache_root(output_dir), f"{name}-{job.key()[:20]}")
     return load_module(_build.build(job, build_dir))
@@ -247,19 +263,27 @@ def inline(
     # DLPACK_MAJOR_VERSION): inside the body the name means the parameter.
     names = [p.name for p in signature.params] + [v.name for v in signature.vars]
     undefs = [f"#ifdef {n}\n#undef {n}\n#endif" for n in names]
-    source = "\n".join([
-        "#include <stdbool.h>",
-        "#include <stddef.h>",
-        "#include <stdint.h>",
-        "#include <tvm/ffi/c_api.h>",
-        *undefs,
-        "",
-        f"{kernel_prototype(signature, kernel)} {{",
-        body,
-        "  return 0;",
-        "}",
-        "",
-    ])
-    mod = build([(signature, kernel)], sources=[source], name=signature.name,
-                output_dir=output_dir, extra_cflags=extra_cflags, extra_ldflags=extra_ldflags)
+    source = "\n".join(
+        [
+            "#include <stdbool.h>",
+            "#include <stddef.h>",
+            "#include <stdint.h>",
+            "#include <tvm/ffi/c_api.h>",
+            *undefs,
+            "",
+            f"{kernel_prototype(signature, kernel)} {{",
+            body,
+            "  return 0;",
+            "}",
+            "",
+        ]
+    )
+    mod = build(
+        [(signature, kernel)],
+        sources=[source],
+        name=signature.name,
+        output_dir=output_dir,
+        extra_cflags=extra_cflags,
+        extra_ldflags=extra_ldflags,
+    )
     return mod[signature.name]

@@ -198,9 +198,7 @@ class Tensor:
         if strides is not None:
             strides = _check_dims(strides, f"Tensor {name!r} strides", allow_negative=True)
             if len(strides) != len(dims):
-                raise ValueError(
-                    f"Tensor {name!r} has {len(dims)} dims but {len(strides)} strides"
-                )
+                raise ValueError(f"Tensor {name!r} has {len(dims)} dims but {len(strides)} strides")
         if data_alignment is not None and (
             not _is_positive_int(data_alignment)
             or data_alignment & (data_alignment - 1)
@@ -345,9 +343,10 @@ class Signature:
         return f"Signature({self.name!r}, {list(self.params)!r})"
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Signature)
-            and (self.name, self.params, self.doc) == (other.name, other.params, other.doc)
+        return isinstance(other, Signature) and (self.name, self.params, self.doc) == (
+            other.name,
+            other.params,
+            other.doc,
         )
 
     def __hash__(self) -> int:

@@ -183,8 +183,9 @@ def build_inline(
     if with_cuda:
         generated["cuda.cu"] = _decorate(cuda, {} if with_cpp else docs)
         units.append(Unit("cuda.cu", "cuda"))
-    job = _job(name, units, extra_cflags, extra_cuda_cflags, extra_ldflags,
-               extra_include_paths, output)
+    job = _job(
+        name, units, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths, output
+    )
     job.generated = generated
     job.embed_cubin = _cubins(embed_cubin)
     job.note = ("source", "main.cpp" if with_cpp else "cuda.cu")
@@ -202,9 +203,15 @@ def _cubins(embed_cubin: Mapping[str, bytes] | None) -> dict[str, bytes]:
     return cubins
 
 
-def _job(name: str, units: list[Unit], extra_cflags: Sequence[str] | None,
-         extra_cuda_cflags: Sequence[str] | None, extra_ldflags: Sequence[str] | None,
-         extra_include_paths: Sequence[str] | None, output: str | None) -> Job:
+def _job(
+    name: str,
+    units: list[Unit],
+    extra_cflags: Sequence[str] | None,
+    extra_cuda_cflags: Sequence[str] | None,
+    extra_ldflags: Sequence[str] | None,
+    extra_include_paths: Sequence[str] | None,
+    output: str | None,
+) -> Job:
     cflags = _flags(extra_cflags, "extra_cflags")
     return Job(
         name=name,
@@ -214,8 +221,9 @@ def _job(name: str, units: list[Unit], extra_cflags: Sequence[str] | None,
         cxxflags=cflags,
         cuda_cflags=_flags(extra_cuda_cflags, "extra_cuda_cflags"),
         ldflags=_flags(extra_ldflags, "extra_ldflags"),
-        include_paths=[str(Path(p).resolve())
-                       for p in _as_list(extra_include_paths, "extra_include_paths")],
+        include_paths=[
+            str(Path(p).resolve()) for p in _as_list(extra_include_paths, "extra_include_paths")
+        ],
     )
 
 
@@ -287,8 +295,11 @@ def build(
     """
     name = _check_name(name)
     _check_backend(backend)
-    paths = [*_as_list(sources, "sources"), *_as_list(cpp_files, "cpp_files"),
-             *_as_list(cuda_files, "cuda_files")]
+    paths = [
+        *_as_list(sources, "sources"),
+        *_as_list(cpp_files, "cpp_files"),
+        *_as_list(cuda_files, "cuda_files"),
+    ]
     if not paths:
         raise ValueError("build needs at least one source file")
     units = []
@@ -297,8 +308,9 @@ def build(
         if not os.path.isfile(full):
             raise FileNotFoundError(f"source file not found: {full}")
         units.append(Unit(full, LANG_OF_SUFFIX.get(Path(full).suffix.lower(), "c++")))
-    job = _job(name, units, extra_cflags, extra_cuda_cflags, extra_ldflags,
-               extra_include_paths, output)
+    job = _job(
+        name, units, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths, output
+    )
     return _run(job, build_directory)
 
 

@@ -1,9 +1,35 @@
-"""FFI object types defined in Python (the official binding's ``tvm_ffi.dataclasses``).
-
-Only ``py_class`` and ``method`` are provided so far.
-"""
+"""FFI dataclasses (the official ``tvm_ffi.dataclasses``): ``@c_class`` for C++-defined
+types, ``@py_class`` for Python-defined ones, :func:`field`, :func:`fields`,
+:func:`asdict`, :func:`astuple`, :func:`replace`, :func:`is_dataclass`."""
 
 from .._core import Object  # re-exported as officially (``dc.Object`` in class bases)
+from ..object import MISSING
+from .c_class import c_class
+from .common import asdict, astuple, fields, is_dataclass, replace
+from .enum import Enum, EnumAttrMap, EnumState, IntEnum, StrEnum, auto, entry
+from .field import KW_ONLY, Field, field, init_property
 from .py_class import method, py_class
 
-__all__ = ["Object", "method", "py_class"]
+__all__ = [
+    "KW_ONLY",
+    "MISSING",
+    "Enum",
+    "EnumAttrMap",
+    "EnumState",
+    "Field",
+    "IntEnum",
+    "Object",
+    "StrEnum",
+    "asdict",
+    "astuple",
+    "auto",
+    "c_class",
+    "entry",
+    "field",
+    "fields",
+    "init_property",
+    "is_dataclass",
+    "method",
+    "py_class",
+    "replace",
+]

@@ -1,139 +1,346 @@
-"""``@py_class(type_key)``: a Python class whose instances are FFI objects of a new type.
+"""``@py_class``: a Python class whose instances are FFI objects of a new type, with
+dataclass semantics.
 
-The decorated class (a subclass of :class:`tvmffi.Object`) names its fields
-with annotations (``x: int``). Its type is allocated in the runtime's type
-table below the nearest registered base, each field is registered for
-reflection (any binding reads and writes it) and every function marked with
-:func:`method` is registered as a method of the type, callable from any
-language through ``TypeInfo.methods``. Instances are built by keyword or
-positional arguments, in field order.
+The class (a subclass of :class:`tvmffi.Object` or of another FFI class) names its
+fields with annotations, optionally customized by :func:`field`; ``_: KW_ONLY``
+makes the following fields keyword-only and ``ClassVar`` annotations are not
+fields. The type is allocated in the runtime's type table below the nearest
+registered base, its fields are registered for reflection (every binding reads
+and writes them; the runtime builds, copies, compares, prints and frees the
+objects), functions marked with :func:`method` become reflected methods and
+hook names (``__ffi_repr__``, ``__s_equal__``, ...) type attributes.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any, TypeVar
+import sys
+import typing
+from copy import copy
+from typing import Any, ClassVar, TypeVar
+
+from typing_extensions import dataclass_transform
 
 from .. import _core
-from .._core import Function, Object
-from ..object import _register_class
+from .._dunder import _install_dataclass_dunders
+from ..object import MISSING, TypeInfo, _type_cls_to_type_info
+from . import _registration
+from .field import KW_ONLY, Field, _field_converter, field, init_property
 
 __all__ = ["method", "py_class"]
 
 _T = TypeVar("_T", bound=type)
-_F = TypeVar("_F")
 
-# Names the runtime keeps as type attributes (TypeAttrColumn), not methods.
-_TYPE_ATTR_NAMES = frozenset(
+# structural_eq= values and the runtime's TVMFFISEqHashKind for each.
+_STRUCTURE_KIND_MAP: dict[str | None, int] = {
+    None: 0,
+    "tree": 1,
+    "var": 2,
+    "dag": 3,
+    "const-tree": 4,
+    "singleton": 5,
+}
+
+# Names that go to the runtime's type-attribute table rather than its method list.
+_FFI_TYPE_ATTR_NAMES: frozenset[str] = frozenset(
     {
-        "__ffi_init__",
         "__ffi_repr__",
         "__ffi_hash__",
         "__ffi_eq__",
         "__ffi_compare__",
-        "__ffi_shallow_copy__",
         "__ffi_convert__",
+        "__ffi_convert_type_schema__",
+        "__any_hash__",
+        "__any_equal__",
+        "__s_equal__",
+        "__s_hash__",
+        "__s_visit__",
+        "__s_mutate__",
+        "__s_maybe_inplace_mutate__",
+        "__data_to_json__",
+        "__data_from_json__",
     }
 )
 
 
-def method(func: _F) -> _F:
-    """Mark ``func`` (a function or ``staticmethod``) to be registered as an FFI method.
+def method(fn: Any) -> Any:
+    """Mark ``fn`` (a function or ``staticmethod``) of a ``@py_class`` body as a reflected
+    FFI method, callable by name from any language (``TypeInfo.methods``).
 
-    Used inside a ``@py_class`` body; ``@classmethod`` is refused (its first
-    argument would be the class, not the instance).
+    A hook name (``__ffi_repr__``, ...) goes to the type-attribute table instead.
+    ``@classmethod`` is refused: its first argument would be the class.
     """
-    if isinstance(func, classmethod):
-        raise TypeError("@method: @classmethod is not supported (the first argument is the object)")
-    target = func.__func__ if isinstance(func, staticmethod) else func
-    if not callable(target):
-        raise TypeError(f"@method: expected a callable, got {type(func).__name__}")
-    target.__ffi_method__ = True  # type: ignore[attr-defined]
-    return func
+    if isinstance(fn, staticmethod):
+        fn.__func__.__ffi_method__ = True  # type: ignore[attr-defined]
+        return fn
+    if isinstance(fn, classmethod):
+        raise TypeError(
+            "@tvm_ffi.method: @classmethod is not supported (the packed-call convention "
+            "passes the object first); use @staticmethod or a plain instance method."
+        )
+    if not callable(fn):
+        raise TypeError(f"@tvm_ffi.method: expected a callable, got {type(fn).__name__}.")
+    fn.__ffi_method__ = True
+    return fn
 
 
-def _is_marked(value: Any) -> bool:
-    return bool(getattr(value, "__ffi_method__", False))
+def _is_method_marked(value: Any) -> bool:
+    if isinstance(value, (staticmethod, classmethod)):
+        return getattr(value.__func__, "__ffi_method__", False) is True
+    return callable(value) and getattr(value, "__ffi_method__", False) is True
 
 
-def _collect_methods(cls: type) -> list[tuple[str, Callable[..., Any], bool]]:
-    found: list[tuple[str, Callable[..., Any], bool]] = []
+def _type_attr_names(cls: type) -> frozenset[str]:
+    extra = getattr(cls, "__ffi_type_attr_names__", ())
+    if not isinstance(extra, (tuple, list)) or not all(isinstance(n, str) for n in extra):
+        raise TypeError("TypeAttr registration lists must be tuples or lists of strings")
+    return _FFI_TYPE_ATTR_NAMES | frozenset(extra)
+
+
+def _collect_py_methods(
+    cls: type, globalns: dict[str, Any] | None = None
+) -> list[tuple[Any, ...]] | None:
+    """``(name, func, is_static)`` of the body's hook attributes and ``@method`` functions
+    (``None`` when there are none)."""
+    del globalns  # method signatures are not turned into schemas here
+    names = _type_attr_names(cls)
+    found: list[tuple[Any, ...]] = []
     for name, value in cls.__dict__.items():
+        if name not in names and not _is_method_marked(value):
+            continue
         if isinstance(value, classmethod):
-            if _is_marked(value.__func__):
-                raise TypeError(
-                    f"{cls.__qualname__}.{name}: a @method function is wrapped by @classmethod, "
-                    "which is not supported"
-                )
-            continue
-        if isinstance(value, staticmethod):
-            if _is_marked(value.__func__):
-                found.append((name, value.__func__, True))
-            continue
-        if _is_marked(value):
-            found.append((name, value, False))
-    return found
+            raise TypeError(
+                f"@py_class({cls.__name__!r}): {name!r} is wrapped by @classmethod, which is "
+                "incompatible with FFI registration; use @staticmethod or a plain method."
+            )
+        is_static = isinstance(value, staticmethod)
+        found.append((name, value.__func__ if is_static else value, is_static))
+    return found or None
 
 
-def _field_names(cls: type) -> list[str]:
-    return [n for n in inspect.get_annotations(cls) if not n.startswith("__")]
+# ---- field resolution --------------------------------------------------------------
+def _owners(cls: type) -> list[type]:
+    """Classes whose annotations become fields of ``cls``: ``cls`` and the unregistered
+    mixins before its registered parent, base-most first."""
+    parent = next((b for b in cls.__mro__[1:] if _type_cls_to_type_info(b) is not None), object)
+    represented = set(parent.__mro__)
+    return [
+        b
+        for b in reversed(cls.__mro__)
+        if b is not object and b not in represented and inspect.get_annotations(b)
+    ]
 
 
-def _parent_index(cls: type) -> int:
-    for base in cls.__mro__[1:]:
-        index = base.__dict__.get("__tvm_ffi_type_index__")
-        if index is not None:
-            return int(index)
-    return _core._type_key_to_index("ffi.Object")  # type: ignore[return-value]
+def _annotation_text(annotation: Any) -> str:
+    if isinstance(annotation, str):
+        return annotation.strip()
+    return str(getattr(annotation, "__forward_arg__", ""))
 
 
-def _make_init(cls: type, index: int, names: list[str]) -> Callable[..., None]:
-    count = len(names)
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if len(args) > count:
-            raise TypeError(f"{cls.__name__}() takes {count} field arguments, got {len(args)}")
-        values = dict(zip(names[: len(args)], args, strict=True))
-        for key, value in kwargs.items():
-            if key not in names:
-                raise TypeError(f"{cls.__name__}() got an unexpected field {key!r}")
-            if key in values:
-                raise TypeError(f"{cls.__name__}() got multiple values for field {key!r}")
-            values[key] = value
-        missing = [n for n in names if n not in values]
-        if missing:
-            raise TypeError(f"{cls.__name__}() missing field(s): {', '.join(missing)}")
-        _core._py_class_init(self, index, count)
-        for name in names:
-            setattr(self, name, values[name])
-
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    return __init__
+def _is_classvar(annotation: Any) -> bool:
+    if annotation is ClassVar or typing.get_origin(annotation) is ClassVar:
+        return True
+    text = _annotation_text(annotation)
+    return text.split("[", 1)[0] in ("ClassVar", "typing.ClassVar")
 
 
-def py_class(type_key: str) -> Callable[[_T], _T]:
-    """Class decorator: define the FFI object type ``type_key`` from the decorated class."""
-    if not isinstance(type_key, str):
-        raise TypeError("py_class expects a type key string")
+def _is_kw_only(annotation: Any) -> bool:
+    if annotation is KW_ONLY:
+        return True
+    text = _annotation_text(annotation)
+    return text == "KW_ONLY" or text.endswith(".KW_ONLY")
 
-    def decorate(cls: _T) -> _T:
-        if not (isinstance(cls, type) and issubclass(cls, Object)):
-            raise TypeError("py_class expects a subclass of tvmffi.Object")
-        methods = _collect_methods(cls)
-        names = _field_names(cls)
-        index = _core._py_class_alloc_type(type_key, _parent_index(cls))
-        for pos, name in enumerate(names):
-            _core._py_class_register_field(index, name, pos)
-        for name, func, is_static in methods:
-            ffi_func: Function = _core.to_function(func)
-            if name in _TYPE_ATTR_NAMES:
-                _core._py_class_register_attr(index, name, ffi_func)
+
+def _resolve(annotation: Any, globalns: dict[str, Any], localns: dict[str, Any]) -> Any:
+    """The annotation evaluated (strings too); ``None`` when a name is not defined yet."""
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        return eval(annotation, globalns, localns)
+    except Exception:
+        return None
+
+
+def _schema_of(annotation: Any) -> Any:
+    """The annotation's TypeSchema where tvmffi.core.TypeSchema can build one."""
+    from ..type_schema import TypeSchema
+
+    from_annotation = getattr(TypeSchema, "from_annotation", None)
+    if from_annotation is None or annotation is None:
+        return None
+    try:
+        return from_annotation(annotation)
+    except Exception:
+        return None
+
+
+def _field_for(owner: type, cls: type, name: str, init_props: dict[str, Any]) -> Field:
+    value = owner.__dict__.get(name, MISSING)
+    if isinstance(value, Field):
+        f = value if owner is cls else copy(value)
+    elif isinstance(value, init_property):
+        f = field(init=False, repr=False, hash=False, compare=False, structural_eq="ignore")
+        init_props[name] = value.func
+    elif value is not MISSING:
+        f = field(default=value)
+    else:
+        f = field()
+    if owner is cls and value is not MISSING:
+        delattr(cls, name)
+    return f
+
+
+def _resolve_fields(cls: type, params: dict[str, Any]) -> tuple[list[Field], dict[str, Any]]:
+    """The class's own :class:`Field` list (completed) and its init-property functions."""
+    globalns = dict(getattr(sys.modules.get(cls.__module__), "__dict__", {}))
+    owners = _owners(cls)
+    localns = {o.__name__: o for o in owners}
+    localns[cls.__name__] = cls
+    kw_only_active = bool(params["kw_only"])
+    found: dict[str, Field] = {}
+    init_props: dict[str, Any] = {}
+    for owner in owners:
+        for name, annotation in inspect.get_annotations(owner).items():
+            if _is_classvar(annotation):
                 continue
-            _core._py_class_register_method(index, name, ffi_func, is_static, func.__doc__ or "")
-        _register_class(cls, type_key, init=False)
-        if "__init__" not in cls.__dict__:
-            cls.__init__ = _make_init(cls, index, names)  # type: ignore[method-assign]
+            if _is_kw_only(annotation):
+                kw_only_active = True
+                if owner is cls and name in cls.__dict__:
+                    delattr(cls, name)
+                continue
+            f = _field_for(owner, cls, name, init_props)
+            resolved = _resolve(annotation, globalns, localns)
+            f.name = name
+            f.type = resolved
+            f._ty_schema = _schema_of(resolved)
+            if f.kw_only is None:
+                f.kw_only = kw_only_active
+            if params["frozen"]:
+                f.frozen = True
+            if f.hash is None:
+                f.hash = f.compare
+            found[name] = f
+    own = list(found.values())
+    for f in own:
+        if f.extra_kwargs:
+            raise TypeError(
+                f"{cls.__name__}.{f.name}: unrecognized field options: "
+                + ", ".join(sorted(f.extra_kwargs))
+            )
+    return own, init_props
+
+
+def _parent_info(cls: type) -> TypeInfo:
+    for base in cls.__mro__[1:]:
+        info = _type_cls_to_type_info(base)
+        if info is not None:
+            return info
+    raise TypeError(
+        f"{cls.__name__} must inherit from a registered FFI Object type (e.g. tvmffi.Object)"
+    )
+
+
+def _finish(cls: type, info: TypeInfo, params: dict[str, Any]) -> None:
+    own_fields, init_props = _resolve_fields(cls, params)
+    hooks = [
+        hook
+        for base in reversed(cls.__mro__)
+        for hook in base.__dict__.values()
+        if callable(hook) and getattr(hook, "__ffi_on_fields_resolved__", False) is True
+    ]
+    for hook in hooks:
+        hook(info, own_fields)
+    if init_props:
+        cls.__ffi_init_property_funcs__ = init_props  # type: ignore[attr-defined]
+    info._register_fields(own_fields, _STRUCTURE_KIND_MAP[params["structural_eq"]])
+    attr_names = _type_attr_names(cls)
+    info._register_py_methods(_collect_py_methods(cls) or [], type_attr_names=attr_names)
+    _registration.add_class_attrs(cls, info, type_attr_names=attr_names)
+    _install_dataclass_dunders(
+        cls,
+        init=params["init"],
+        repr=params["repr"],
+        eq=params["eq"],
+        order=params["order"],
+        unsafe_hash=params["unsafe_hash"],
+        match_args=params["match_args"],
+        py_class_mode=True,
+    )
+
+
+@dataclass_transform(eq_default=False, order_default=False, field_specifiers=(Field, field))
+def py_class(
+    cls_or_type_key: type | str | None = None,
+    /,
+    *,
+    type_key: str | None = None,
+    frozen: bool = False,
+    init: bool = True,
+    repr: bool = True,
+    eq: bool = False,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    match_args: bool = True,
+    kw_only: bool = False,
+    structural_eq: str | None = "tree",
+    slots: bool = True,
+) -> Any:
+    """Define an FFI object type from the decorated class (``@py_class``,
+    ``@py_class("my.Point")``, ``@py_class(eq=True)``, ...).
+
+    ``type_key`` defaults to ``"{module}.{qualname}"``. ``frozen``: fields refuse
+    assignment after ``__init__`` (``type(obj).x.set(obj, v)`` still writes);
+    ``init``/``repr``/``eq``/``order``/``unsafe_hash``/``match_args``/``kw_only``
+    as for :func:`dataclasses.dataclass` (``eq`` and ``order`` compare
+    recursively, by field); ``structural_eq``: the type's kind for
+    ``structural_equal``/``structural_hash`` (``"tree"``, ``"var"``, ``"dag"``,
+    ``"const-tree"``, ``"singleton"`` or ``None``). ``slots`` is accepted for
+    ``dataclass_transform`` (FFI objects never have a ``__dict__``).
+    """
+    del slots
+    if order and not eq:
+        raise ValueError("order=True requires eq=True")
+    if structural_eq not in _STRUCTURE_KIND_MAP:
+        raise ValueError(
+            "structural_eq must be one of "
+            f"{sorted(k for k in _STRUCTURE_KIND_MAP if k is not None)} or None, "
+            f"got {structural_eq!r}"
+        )
+    params: dict[str, Any] = {
+        "frozen": frozen,
+        "init": init,
+        "repr": repr,
+        "eq": eq,
+        "order": order,
+        "unsafe_hash": unsafe_hash,
+        "match_args": match_args,
+        "kw_only": kw_only,
+        "structural_eq": structural_eq,
+    }
+    key_holder = [type_key]
+
+    def decorator(cls: _T) -> _T:
+        if not isinstance(cls, type) or not issubclass(cls, _core.Object):
+            raise TypeError(f"py_class expects a subclass of tvmffi.Object, got {cls!r}")
+        key = key_holder[0] or f"{cls.__module__}.{cls.__qualname__}"
+        info = _registration.register_py_class(_parent_info(cls), key, cls)
+        info._decorator_args = dict(params)
+        try:
+            _finish(cls, info, params)
+        except BaseException:
+            _registration.unregister_py_class(cls, info)
+            raise
+        cls.__ffi_is_dataclass__ = True  # type: ignore[attr-defined]
         return cls
 
-    return decorate
+    if cls_or_type_key is None:
+        return decorator
+    if isinstance(cls_or_type_key, str):
+        key_holder[0] = cls_or_type_key
+        return decorator
+    if isinstance(cls_or_type_key, type):
+        return decorator(cls_or_type_key)
+    raise TypeError(f"py_class: expected str or type, got {type(cls_or_type_key).__name__}")
+
+
+py_class.__dataclass_transform__["kwargs"]["converter"] = _field_converter  # type: ignore[attr-defined]

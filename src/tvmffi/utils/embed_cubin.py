@@ -82,20 +82,34 @@ def embed_cubin(
     cc = toolchain.compiler("c")
     ld, objcopy = toolchain.binutil("ld"), toolchain.binutil("objcopy")
     if verbose:
-        print(f"embedding {cubin_path} ({cubin_path.stat().st_size} bytes) as {name!r} "
-              f"into {input_obj_path} -> {output_obj_path}")
+        print(
+            f"embedding {cubin_path} ({cubin_path.stat().st_size} bytes) as {name!r} "
+            f"into {input_obj_path} -> {output_obj_path}"
+        )
     with tempfile.TemporaryDirectory(prefix="tvmffi-cubin-") as tmp:
         asm = Path(tmp) / "cubin.S"
         asm.write_text(_asm_source(cubin_path.resolve(), name))
         cubin_obj = Path(tmp) / "cubin.o"
         _run([cc, "-c", str(asm), "-o", str(cubin_obj)], "assemble the CUBIN", verbose)
         merged = Path(tmp) / "merged.o"
-        _run([ld, "-r", "-o", str(merged), str(input_obj_path), str(cubin_obj)],
-             "merge the objects", verbose)
+        _run(
+            [ld, "-r", "-o", str(merged), str(input_obj_path), str(cubin_obj)],
+            "merge the objects",
+            verbose,
+        )
         # Local only after the merge: the input's references resolve first.
-        _run([objcopy, "--localize-symbol", f"__tvm_ffi__cubin_{name}",
-              "--localize-symbol", f"__tvm_ffi__cubin_{name}_end", str(merged)],
-             "localize the CUBIN symbols", verbose)
+        _run(
+            [
+                objcopy,
+                "--localize-symbol",
+                f"__tvm_ffi__cubin_{name}",
+                "--localize-symbol",
+                f"__tvm_ffi__cubin_{name}_end",
+                str(merged),
+            ],
+            "localize the CUBIN symbols",
+            verbose,
+        )
         output_obj_path.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(merged), str(output_obj_path))
     if verbose:
@@ -115,8 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     try:
-        embed_cubin(Path(args.cubin), Path(args.input_obj), Path(args.output_obj), args.name,
-                    args.verbose)
+        embed_cubin(
+            Path(args.cubin), Path(args.input_obj), Path(args.output_obj), args.name, args.verbose
+        )
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

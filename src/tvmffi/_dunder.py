@@ -1,0 +1,285 @@
+"""Dataclass dunder methods of ``@c_class`` and ``@py_class`` types.
+
+Everything is derived from the type's reflection data and delegates to the
+runtime: ``__init__`` packs its arguments for the type's ``__ffi_init__`` (which
+binds positional, keyword-only and default fields), ``__eq__``/ordering/
+``__hash__`` call ``ffi.RecursiveEq``/``Lt``/.../``RecursiveHash``, ``__copy__``
+the type's ``__ffi_shallow_copy__``, ``__deepcopy__`` ``ffi.DeepCopy``.
+A dunder the class body defines itself is never replaced.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from . import _core
+from .function import _cached_global_func
+from .object import MISSING, TypeInfo, _kwargs_marker, _repr_hook
+
+__all__ = ["_install_dataclass_dunders"]
+
+
+def _chain_fields(type_info: TypeInfo) -> list[Any]:
+    """All reflected fields, root type's first."""
+    chain: list[TypeInfo] = []
+    ti: TypeInfo | None = type_info
+    while ti is not None:
+        chain.append(ti)
+        ti = ti.parent_type_info
+    return [f for info in reversed(chain) for f in info.fields or ()]
+
+
+def _make_init_signature(type_info: TypeInfo) -> inspect.Signature:
+    """The signature ``__ffi_init__`` binds: required positionals, defaulted ones, then
+    keyword-only (required first); defaults show as ``MISSING`` (the runtime fills them)."""
+    positional = [f for f in _chain_fields(type_info) if f.c_init and not f.c_kw_only]
+    kw_only = [f for f in _chain_fields(type_info) if f.c_init and f.c_kw_only]
+    pos_kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    kw_kind = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("self", pos_kind)]
+    for group, kind in ((positional, pos_kind), (kw_only, kw_kind)):
+        params += [inspect.Parameter(f.name, kind) for f in group if not f.c_has_default]
+        params += [
+            inspect.Parameter(f.name, kind, default=MISSING) for f in group if f.c_has_default
+        ]
+    return inspect.Signature(params)
+
+
+def _collect_init_property_funcs(type_cls: type) -> list[tuple[str, Callable[..., Any]]]:
+    """``(name, func)`` of every ``init_property``, root class first (a subclass's wins)."""
+    funcs: dict[str, Callable[..., Any]] = {}
+    for cls in reversed(type_cls.__mro__):
+        funcs.update(cls.__dict__.get("__ffi_init_property_funcs__", {}))
+    return list(funcs.items())
+
+
+def _pack_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """Positional arguments, then the runtime's KWARGS marker and key/value pairs
+    (a ``MISSING`` value is left out: the field takes its default)."""
+    packed = list(args)
+    if kwargs:
+        packed.append(_kwargs_marker())
+        for key, value in kwargs.items():
+            if value is not MISSING:
+                packed.append(key)
+                packed.append(value)
+    return packed
+
+
+def _make_init(
+    type_cls: type, type_info: TypeInfo, ffi_init: Any, py_class_mode: bool = False
+) -> Callable[..., None]:
+    """``__init__`` calling ``ffi_init``, then the init properties and ``__post_init__``.
+
+    In a ``@py_class`` a second call (``super().__init__()`` of a subclass whose own
+    ``__init__`` built the object) does nothing; in a ``@c_class`` it is refused.
+    """
+    init_props = _collect_init_property_funcs(type_cls)
+    has_post_init = hasattr(type_cls, "__post_init__")
+    type_name = type_cls.__name__
+
+    def finish(self: Any) -> None:
+        if init_props:
+            cls = type(self)
+            for name, func in init_props:
+                getattr(cls, name).set(self, func(self))
+        if has_post_init:
+            self.__post_init__()
+
+    if py_class_mode:
+
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            if self.__chandle__() != 0:
+                return
+            self.__init_handle_by_constructor__(ffi_init, *_pack_args(args, kwargs))
+            finish(self)
+
+    else:
+
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            if type_info is not getattr(type(self), "__tvm_ffi_type_info__", None):
+                raise TypeError(
+                    f"Calling `super().__init__()` is not supported for @c_class "
+                    f"`{type_name}`. Use @py_class for inheritance with manual "
+                    f"__init__, or define `{type(self).__name__}` with init=True."
+                )
+            self.__init_handle_by_constructor__(ffi_init, *_pack_args(args, kwargs))
+            finish(self)
+
+    __init__.__signature__ = _make_init_signature(type_info)  # type: ignore[attr-defined]
+    __init__.__qualname__ = f"{type_cls.__qualname__}.__init__"
+    __init__.__module__ = type_cls.__module__
+    return __init__
+
+
+def _make_no_init(cls: type) -> Callable[..., None]:
+    msg = (
+        f"`{cls.__name__}` cannot be constructed directly. "
+        "Define a custom __init__ or use a factory method."
+    )
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(msg)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__module__ = cls.__module__
+    return __init__
+
+
+def _wrap_user_init(user_init: Callable[..., None], ffi_new: Any) -> Callable[..., None]:
+    """A ``@py_class`` body's own ``__init__``: the object is allocated (fields at their
+    zero values) before it runs, so it may set fields or call ``self.__ffi_init__``."""
+
+    @functools.wraps(user_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if self.__chandle__() == 0:
+            self.__init_handle_by_constructor__(ffi_new)
+        user_init(self, *args, **kwargs)
+
+    return __init__
+
+
+def _make_copy(shallow_copy: Any) -> Callable[[Any], Any]:
+    if shallow_copy is not None:
+
+        def __copy__(self: Any) -> Any:
+            return shallow_copy(self)
+
+    else:
+
+        def __copy__(self: Any) -> Any:
+            raise TypeError(
+                f"Type `{type(self).__name__}` does not support copy. "
+                "The underlying C++ type is not copy-constructible."
+            )
+
+    return __copy__
+
+
+def _make_deepcopy() -> Callable[..., Any]:
+    deep_copy = _cached_global_func("ffi.DeepCopy")
+
+    def __deepcopy__(self: Any, memo: Any = None) -> Any:
+        return deep_copy(self)
+
+    return __deepcopy__
+
+
+def _make_replace() -> Callable[..., Any]:
+    copy_copy = copy.copy
+
+    def __replace__(self: Any, **changes: Any) -> Any:
+        obj = copy_copy(self)
+        cls = type(obj)
+        for key, value in changes.items():
+            desc = getattr(cls, key, None)
+            if not isinstance(desc, _core.FieldProperty):
+                raise TypeError(f"{cls.__name__}.__replace__() got an unexpected field {key!r}")
+            desc.set(obj, value)
+        return obj
+
+    return __replace__
+
+
+def _set_match_args(cls: type, type_info: TypeInfo) -> None:
+    """``__match_args__``: the positional init fields, root type's first."""
+    if "__match_args__" in cls.__dict__:
+        return
+    names = []
+    for f in _chain_fields(type_info):
+        df = f.dataclass_field
+        if df is not None and df.init and not df.kw_only:
+            names.append(f.name)
+    cls.__match_args__ = tuple(names)  # type: ignore[attr-defined,misc]
+
+
+def _is_comparable(self: Any, other: Any) -> bool:
+    return isinstance(other, type(self)) or isinstance(self, type(other))
+
+
+def _comparison(name: str, ffi_name: str, negate: bool = False) -> Callable[[Any, Any], Any]:
+    func = _cached_global_func(ffi_name)
+
+    def compare(self: Any, other: Any) -> Any:
+        if not _is_comparable(self, other):
+            return NotImplemented
+        result = bool(func(self, other))
+        return not result if negate else result
+
+    compare.__name__ = name
+    return compare
+
+
+def _install_comparisons(cls: type, eq: bool, order: bool, unsafe_hash: bool) -> None:
+    # A family (eq/ne, the four orderings) is installed whole or not at all, so a
+    # user's member never disagrees with a generated one.
+    own = set(cls.__dict__)
+    if eq and not ({"__eq__", "__ne__"} & own):
+        cls.__eq__ = _comparison("__eq__", "ffi.RecursiveEq")  # type: ignore[method-assign,assignment]
+        cls.__ne__ = _comparison("__ne__", "ffi.RecursiveEq", negate=True)  # type: ignore[method-assign,assignment]
+    if order and not ({"__lt__", "__le__", "__gt__", "__ge__"} & own):
+        for op in ("lt", "le", "gt", "ge"):
+            setattr(cls, f"__{op}__", _comparison(f"__{op}__", f"ffi.Recursive{op.title()}"))
+    if unsafe_hash and "__hash__" not in own:
+        recursive_hash = _cached_global_func("ffi.RecursiveHash")
+
+        def __hash__(self: Any) -> int:
+            return int(recursive_hash(self))
+
+        cls.__hash__ = __hash__  # type: ignore[method-assign,assignment]
+
+
+def _find_ffi_init(type_info: TypeInfo) -> Any:
+    for m in type_info.methods:
+        if m.name == "__ffi_init__":
+            return m.func
+    return _core._lookup_type_attr(type_info.type_index, "__ffi_init__")
+
+
+def _install_dataclass_dunders(
+    cls: type,
+    *,
+    init: bool,
+    repr: bool,
+    eq: bool,
+    order: bool,
+    unsafe_hash: bool,
+    match_args: bool = True,
+    py_class_mode: bool = False,
+) -> None:
+    """Install the dataclass dunders on ``cls`` (registered, with ``__tvm_ffi_type_info__``).
+
+    ``init``: ``__init__`` from the reflected fields (``init=False``: one that
+    raises ``TypeError``); a ``@py_class`` body's own ``__init__`` is kept, run on a
+    freshly allocated object. ``repr``: the runtime's printer. ``eq``/``order``/
+    ``unsafe_hash``: recursive structural comparison and hashing (``NotImplemented``
+    across unrelated types). ``__copy__``/``__deepcopy__``/``__replace__`` always.
+    """
+    type_info: TypeInfo = cls.__dict__["__tvm_ffi_type_info__"]
+    index = type_info.type_index
+    ffi_init = _find_ffi_init(type_info)
+    if "__init__" not in cls.__dict__:
+        if init and ffi_init is not None:
+            cls.__init__ = _make_init(cls, type_info, ffi_init, py_class_mode)  # type: ignore[misc]
+        elif not init:
+            cls.__init__ = _make_no_init(cls)  # type: ignore[misc]
+    elif py_class_mode:
+        ffi_new = _core._lookup_type_attr(index, "__ffi_new__")
+        if ffi_new is not None:
+            cls.__init__ = _wrap_user_init(cls.__dict__["__init__"], ffi_new)  # type: ignore[misc]
+    if repr and "__repr__" not in cls.__dict__:
+        cls.__repr__ = _repr_hook  # type: ignore[assignment,method-assign]
+    _install_comparisons(cls, eq, order, unsafe_hash)
+    if "__copy__" not in cls.__dict__:
+        shallow = _core._lookup_type_attr(index, "__ffi_shallow_copy__")
+        cls.__copy__ = _make_copy(shallow)  # type: ignore[attr-defined]
+    if "__deepcopy__" not in cls.__dict__:
+        cls.__deepcopy__ = _make_deepcopy()  # type: ignore[attr-defined]
+    if "__replace__" not in cls.__dict__:
+        cls.__replace__ = _make_replace()  # type: ignore[attr-defined]
+    if match_args:
+        _set_match_args(cls, type_info)

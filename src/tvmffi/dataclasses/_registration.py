@@ -1,0 +1,266 @@
+"""Registering a Python-defined FFI type with the runtime (the layer under ``@py_class``).
+
+``register_py_class`` allocates the type (below its parent) and binds the class;
+``register_fields`` lays the fields out after the parent's (each an owned Any),
+registers them for reflection, and has the runtime generate the type's allocator,
+constructor (``__ffi_init__``: positional, keyword-only, defaults, factories) and
+shallow copy (``ffi._PyClassRegisterTypeAttrColumns``), as the official binding
+does, so these objects are built, read, compared, copied and freed by the runtime
+in any language. ``register_methods`` registers ``@method`` functions and
+type-attribute hooks. ``add_class_attrs`` puts the descriptors on the class.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import Any
+
+from .. import _core
+from ..function import _cached_global_func
+from ..object import (
+    _REGISTERED,
+    _TYPE_INFO_CACHE,
+    MISSING,
+    TypeInfo,
+    _forget_synthetic,
+    _kwargs_marker,
+    _refresh_type_info,
+)
+
+# Field flag bits (c_api.h).
+_HAS_DEFAULT = 1 << 1
+_SEQ_IGNORE = 1 << 3
+_SEQ_DEF_PATTERN = 1 << 4
+_DEFAULT_FROM_FACTORY = 1 << 5
+_REPR_OFF = 1 << 6
+_COMPARE_OFF = 1 << 7
+_HASH_OFF = 1 << 8
+_INIT_OFF = 1 << 9
+_KW_ONLY = 1 << 10
+_SEQ_DEF_SIMPLE = 1 << 12
+
+_OBJECT_HEADER_SIZE = 24  # sizeof(TVMFFIObject)
+_ANY_SIZE = 16  # every Python-defined field is stored as an owned Any
+
+_STRUCTURAL_EQ_FLAGS = {
+    None: 0,
+    "ignore": _SEQ_IGNORE,
+    "def": _SEQ_DEF_PATTERN,
+    "def-pattern": _SEQ_DEF_PATTERN,
+    "def-simple": _SEQ_DEF_SIMPLE,
+}
+
+
+def register_py_class(parent_info: TypeInfo, type_key: str, cls: type) -> TypeInfo:
+    """Allocate FFI type ``type_key`` below ``parent_info`` and bind ``cls`` to it.
+
+    The returned TypeInfo has ``fields`` ``None`` until :func:`register_fields`.
+    Raises ``ValueError`` when ``type_key`` is already registered.
+    """
+    if not isinstance(type_key, str) or not type_key:
+        raise TypeError(f"type_key must be a non-empty str, got {type_key!r}")
+    if not isinstance(parent_info, TypeInfo):
+        raise TypeError(f"parent_info must be a TypeInfo, got {type(parent_info).__name__}")
+    if _core._type_key_to_index(type_key) is not None:
+        raise ValueError(f"type key {type_key!r} is already registered")
+    index = _core._py_class_alloc_type(type_key, parent_info.type_index)
+    ancestors = (*parent_info.ancestors, parent_info.type_index)
+    info = TypeInfo(index, type_key, ancestors, None, ())
+    _TYPE_INFO_CACHE[index] = info
+    _forget_synthetic()
+    cls.__tvm_ffi_type_index__ = index  # type: ignore[attr-defined]
+    cls.__tvm_ffi_type_info__ = info  # type: ignore[attr-defined]
+    _core.register_object_class(index, cls)
+    _REGISTERED[index] = cls
+    return info
+
+
+def unregister_py_class(cls: type, info: TypeInfo) -> None:
+    """Undo the Python side of :func:`register_py_class` (a failed decoration).
+
+    The runtime keeps the type key (type indices are never freed).
+    """
+    if _REGISTERED.get(info.type_index) is cls:
+        del _REGISTERED[info.type_index]
+        _core.unregister_object_class(info.type_index)
+    for name in ("__tvm_ffi_type_index__", "__tvm_ffi_type_info__"):
+        if name in cls.__dict__:
+            delattr(cls, name)
+
+
+def _fields_end(info: TypeInfo | None) -> int:
+    """Where a direct subtype's first field may start: the end of ``info``'s fields."""
+    if info is None:
+        return _OBJECT_HEADER_SIZE
+    end = _fields_end(info.parent_type_info)
+    for f in info.fields or ():
+        end = max(end, f.offset + f.size)
+    return end
+
+
+def _field_flags(f: Any) -> int:
+    flags = 0
+    if f.default is not MISSING or f.default_factory is not MISSING:
+        flags |= _HAS_DEFAULT
+    if f.default_factory is not MISSING:
+        flags |= _DEFAULT_FROM_FACTORY
+    if not f.init:
+        flags |= _INIT_OFF
+    if not f.repr:
+        flags |= _REPR_OFF
+    hash_on = f.compare if f.hash is None else f.hash
+    if not hash_on:
+        flags |= _HASH_OFF
+    if not f.compare:
+        flags |= _COMPARE_OFF
+    if f.kw_only:
+        flags |= _KW_ONLY
+    flags |= _STRUCTURAL_EQ_FLAGS[f.structural_eq]
+    return flags
+
+
+def _schema_json(f: Any) -> str:
+    """The field's reflection metadata: its type schema (``Any`` when unknown)."""
+    schema = f._ty_schema
+    to_json = getattr(schema, "to_json", None)
+    obj = to_json() if callable(to_json) else {"type": "Any"}
+    return json.dumps({"type_schema": obj})
+
+
+def _field_default(f: Any) -> Any:
+    if f.default_factory is not MISSING:
+        return _core.to_function(f.default_factory)
+    return None if f.default is MISSING else f.default
+
+
+def register_fields(info: TypeInfo, fields: list[Any], structure_kind: int | None = None) -> None:
+    """Register ``fields`` as the own fields of the Python-defined type ``info``.
+
+    Also registers the runtime-generated ``__ffi_init__``, ``__ffi_new__`` and
+    ``__ffi_shallow_copy__`` and, for a ``structure_kind`` other than 0/None, the
+    type's structural equality kind. Fills ``info.fields`` (each with its
+    ``dataclass_field`` and ``frozen``).
+    """
+    if info.fields is not None:
+        raise RuntimeError(f"fields of {info.type_key!r} are already registered")
+    names = [getattr(f, "name", None) for f in fields]
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"every field needs a name to be registered, got {name!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate field names in {info.type_key!r}: {names}")
+    offset = (_fields_end(info.parent_type_info) + 7) & ~7
+    for f in fields:
+        _core._py_class_register_field(
+            info.type_index,
+            f.name,
+            f.doc or "",
+            _schema_json(f),
+            _field_flags(f),
+            offset,
+            _field_default(f),
+            None,
+        )
+        offset += _ANY_SIZE
+    total_size = max(offset, _OBJECT_HEADER_SIZE)
+    _cached_global_func("ffi._PyClassRegisterTypeAttrColumns")(info.type_index, total_size)
+    if structure_kind:
+        _core._py_class_register_metadata(info.type_index, total_size, int(structure_kind), "")
+    _refresh_type_info(info)
+    registered: list[Any] = list(info.fields or ())
+    for f, tf in zip(fields, registered, strict=True):
+        tf.dataclass_field = f
+        tf.frozen = bool(f.frozen)
+
+
+def _as_ffi_value(value: Any) -> Any:
+    if callable(value) and not isinstance(value, (_core.Function, _core.Object)):
+        return _core.to_function(value)
+    return value
+
+
+def register_methods(
+    info: TypeInfo, py_methods: list[tuple[Any, ...]], type_attr_names: Collection[str]
+) -> None:
+    """Register ``(name, func, is_static[, metadata])`` entries of a Python-defined type.
+
+    A name in ``type_attr_names`` goes to the type-attribute table (the
+    runtime's ``__ffi_repr__``, ``__s_equal__``, ... hooks); others become
+    reflected methods, callable from any language.
+    """
+    for entry in py_methods:
+        name, func, is_static = entry[0], entry[1], bool(entry[2])
+        if name in type_attr_names:
+            _core._py_class_register_attr(info.type_index, name, _as_ffi_value(func))
+            continue
+        ffi_func = func if isinstance(func, _core.Function) else _core.to_function(func)
+        doc = getattr(func, "__doc__", None) or ""
+        _core._py_class_register_method(info.type_index, name, ffi_func, is_static, doc)
+    if py_methods:
+        _refresh_type_info(info)
+
+
+def install_ffi_init_attr(cls: type, info: TypeInfo, ffi_init: Any) -> None:
+    """``cls.__ffi_init__(self, *args, **kwargs)``: build ``self``'s object with ``ffi_init``.
+
+    For user ``__init__`` bodies; calling it on an instance of a subclass with
+    its own type is refused (it would build an object of the wrong type).
+    """
+    type_name = cls.__name__
+
+    def __ffi_init__(self: Any, /, *args: Any, **kwargs: Any) -> None:
+        if info is not getattr(type(self), "__tvm_ffi_type_info__", None):
+            raise TypeError(
+                f"Calling `{type_name}.__ffi_init__()` on a `{type(self).__name__}` "
+                f"instance is not supported. Define `{type(self).__name__}` with init=True."
+            )
+        packed: list[Any] = list(args)
+        if kwargs:
+            packed.append(_kwargs_marker())
+            for key, value in kwargs.items():
+                if value is not MISSING:
+                    packed.append(key)
+                    packed.append(value)
+        self.__init_handle_by_constructor__(ffi_init, *packed)
+
+    __ffi_init__.__qualname__ = f"{cls.__qualname__}.__ffi_init__"
+    __ffi_init__.__module__ = cls.__module__
+    cls.__ffi_init__ = __ffi_init__  # type: ignore[attr-defined]
+
+
+def add_class_attrs(cls: type, info: TypeInfo, type_attr_names: Collection[str] = ()) -> type:
+    """Install ``info``'s own fields, methods, ``__ffi_init__`` and type attrs on ``cls``.
+
+    Names the class body defines itself are left alone.
+    """
+    for f in info.fields or ():
+        if f.name not in cls.__dict__:
+            setattr(cls, f.name, f.as_property(cls))
+    ffi_init = None
+    for m in info.methods:
+        if m.name == "__ffi_init__":
+            ffi_init = m.func
+            continue
+        if not hasattr(cls, m.name):
+            setattr(
+                cls,
+                m.name,
+                staticmethod(m.func)
+                if m.is_static
+                else _core.MethodDescriptor(m.func, False, m.doc or None),
+            )
+    if ffi_init is None:
+        ffi_init = _core._lookup_type_attr(info.type_index, "__ffi_init__")
+    if ffi_init is not None and "__ffi_init__" not in cls.__dict__:
+        install_ffi_init_attr(cls, info, ffi_init)
+    add_type_attr_class_attrs(cls, info, type_attr_names)
+    return cls
+
+
+def add_type_attr_class_attrs(cls: type, info: TypeInfo, type_attr_names: Collection[str]) -> None:
+    """Set each of ``type_attr_names`` the type has in the type-attribute table on ``cls``."""
+    for name in type_attr_names:
+        value = _core._lookup_type_attr(info.type_index, name)
+        if value is not None and name not in cls.__dict__:
+            setattr(cls, name, value)

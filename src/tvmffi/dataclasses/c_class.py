@@ -1,0 +1,130 @@
+"""``@c_class(type_key)``: a dataclass view of a C++-defined FFI type.
+
+It registers the class for the type (``register_object``), gives every own
+reflected field a :class:`Field` (``fields()`` returns them), publishes the
+type's hook attributes (``__ffi_repr__``, ...) on the class and installs the
+dataclass dunders derived from the reflection data.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+import warnings
+from collections.abc import Callable
+from typing import TypeVar
+
+from typing_extensions import dataclass_transform
+
+from .. import _core
+from .._dunder import _install_dataclass_dunders
+from ..object import TypeInfo, register_object
+from ._registration import add_type_attr_class_attrs
+from .field import Field, _field_converter, field
+from .py_class import _FFI_TYPE_ATTR_NAMES
+
+__all__ = ["c_class"]
+
+_T = TypeVar("_T", bound=type)
+
+
+def _attach_field_objects(cls: type, type_info: TypeInfo, *, frozen: bool = False) -> None:
+    """Give each own reflected field of ``type_info`` a :class:`Field` (``dataclass_field``),
+    built from its reflection flags and the class annotation; ``frozen`` freezes them all."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:
+        hints = {}
+    for tf in type_info.fields or ():
+        if frozen:
+            tf.frozen = True
+        f = Field(
+            name=tf.name,
+            _ty_schema=tf.ty,
+            default=tf.c_default,
+            default_factory=tf.c_default_factory,
+            frozen=tf.frozen,
+            init=tf.c_init,
+            repr=tf.c_repr,
+            hash=tf.c_hash,
+            compare=tf.c_compare,
+            kw_only=tf.c_kw_only,
+            structural_eq=tf.c_structural_eq,
+            doc=tf.doc or None,
+        )
+        f.type = hints.get(tf.name)
+        tf.dataclass_field = f
+
+
+def _warn_missing_field_annotations(cls: type, type_info: TypeInfo, *, stacklevel: int) -> None:
+    """Warn when the class body does not annotate some of the type's own reflected fields."""
+    reflected = {f.name for f in type_info.fields or ()}
+    if not reflected:
+        return
+    own = inspect.get_annotations(cls)
+    missing = sorted(reflected - set(own))
+    if missing:
+        warnings.warn(
+            f"@c_class({type_info.type_key!r}): class `{cls.__qualname__}` does not "
+            f"annotate the following reflected field(s): {', '.join(missing)}. "
+            "Add type annotations (e.g. `field_name: type`) to the class body "
+            "for IDE support and documentation.",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+@dataclass_transform(eq_default=False, order_default=False, field_specifiers=(Field, field))
+def c_class(
+    type_key: str,
+    *,
+    frozen: bool = False,
+    init: bool = True,
+    repr: bool = True,
+    eq: bool = False,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    match_args: bool = True,
+) -> Callable[[_T], _T]:
+    """Register the C++ type ``type_key`` for the decorated class, with dataclass dunders.
+
+    ``init``: ``__init__`` from the reflected fields (their init/kw_only/default
+    traits); ``repr``: the runtime printer; ``eq``/``order``/``unsafe_hash``:
+    recursive structural comparison and hashing; ``frozen``: the type's own fields
+    refuse assignment (``type(obj).name.set(obj, v)`` still writes);
+    ``match_args``: ``__match_args__`` of the positional init fields. Dunders the
+    class body defines are kept.
+    """
+    if not isinstance(type_key, str):
+        raise TypeError(f"c_class expects a type key string, got {type(type_key).__name__}")
+
+    def decorator(cls: _T) -> _T:
+        for name, value in list(cls.__dict__.items()):
+            if isinstance(value, Field):
+                delattr(cls, name)
+        cls = register_object(type_key, init=False)(cls)
+        type_info: TypeInfo = cls.__dict__["__tvm_ffi_type_info__"]
+        _warn_missing_field_annotations(cls, type_info, stacklevel=2)
+        _attach_field_objects(cls, type_info, frozen=frozen)
+        if frozen:  # the descriptors register_object installed still allow assignment
+            for tf in type_info.fields:
+                own = cls.__dict__.get(tf.name)
+                if own is None or isinstance(own, _core.FieldProperty):
+                    setattr(cls, tf.name, tf.as_property(cls))
+        add_type_attr_class_attrs(cls, type_info, _FFI_TYPE_ATTR_NAMES)
+        _install_dataclass_dunders(
+            cls,
+            init=init,
+            repr=repr,
+            eq=eq,
+            order=order,
+            unsafe_hash=unsafe_hash,
+            match_args=match_args,
+        )
+        cls.__ffi_is_dataclass__ = True  # type: ignore[attr-defined]
+        return cls
+
+    return decorator
+
+
+c_class.__dataclass_transform__["kwargs"]["converter"] = _field_converter  # type: ignore[attr-defined]

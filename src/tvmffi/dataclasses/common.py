@@ -1,0 +1,155 @@
+"""``dataclasses``-style helpers for ``@c_class`` and ``@py_class`` types and instances."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..container import Array, Dict, List, Map
+from .field import Field
+
+__all__ = ["asdict", "astuple", "fields", "is_dataclass", "replace"]
+
+_T = TypeVar("_T")
+
+# Values returned as they are (immutable leaves), as in the stdlib's dataclasses.
+_ATOMIC_TYPES: frozenset[type] = frozenset(
+    {
+        bool,
+        bytes,
+        complex,
+        float,
+        int,
+        str,
+        type(None),
+        type(Ellipsis),
+        type(NotImplemented),
+    }
+)
+
+
+def is_dataclass(obj: Any) -> bool:
+    """True for a ``@c_class`` / ``@py_class`` type or an instance of one.
+
+    FFI containers (Array, List, Map, Dict) are registered types too, but not dataclasses.
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    return getattr(cls, "__ffi_is_dataclass__", False) is True
+
+
+def fields(obj_or_cls: Any) -> tuple[Field, ...]:
+    """The :class:`Field` of every field of a dataclass type or instance, root type's first
+    (the order of the generated ``__init__``'s positional fields before reordering).
+
+    Raises ``TypeError`` for anything that is not a ``@c_class`` / ``@py_class``.
+    """
+    if not is_dataclass(obj_or_cls):
+        raise TypeError(
+            "fields() argument must be a c_class or py_class type or instance, "
+            f"got {type(obj_or_cls).__name__}"
+        )
+    cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
+    chain = []
+    ti = getattr(cls, "__tvm_ffi_type_info__", None)
+    while ti is not None:
+        chain.append(ti)
+        ti = ti.parent_type_info
+    return tuple(
+        tf.dataclass_field
+        for info in reversed(chain)
+        for tf in info.fields or ()
+        if tf.dataclass_field is not None
+    )
+
+
+def replace(obj: _T, /, **changes: Any) -> _T:
+    """A copy of ``obj`` with the named fields replaced (frozen ones too), as
+    :func:`dataclasses.replace`; it calls ``obj.__replace__``."""
+    method = getattr(obj, "__replace__", None)
+    if method is None:
+        raise TypeError(
+            f"replace() should be called on dataclass instances, got {type(obj).__name__}"
+        )
+    return method(**changes)  # type: ignore[no-any-return]
+
+
+def _is_instance(obj: Any) -> bool:
+    return not isinstance(obj, type) and is_dataclass(obj)
+
+
+def _rebuild(obj: Any, inner: Callable[[Any], Any]) -> Any:
+    """``obj`` (a builtin container or a subclass of one) with ``inner`` applied inside;
+    anything else deep-copied."""
+    obj_type = type(obj)
+    if isinstance(obj, tuple):
+        if hasattr(obj, "_fields"):  # a namedtuple takes its items positionally
+            return obj_type(*[inner(v) for v in obj])
+        return obj_type(inner(v) for v in obj)
+    if isinstance(obj, list):
+        return obj_type(inner(v) for v in obj)
+    if isinstance(obj, dict):
+        if hasattr(obj_type, "default_factory"):  # defaultdict
+            result = obj_type(obj.default_factory)  # type: ignore[attr-defined]
+            for k, v in obj.items():
+                result[inner(k)] = inner(v)
+            return result
+        return obj_type((inner(k), inner(v)) for k, v in obj.items())
+    return copy.deepcopy(obj)
+
+
+def _asdict_inner(obj: Any, dict_factory: Callable[..., Any]) -> Any:
+    if type(obj) in _ATOMIC_TYPES:
+        return obj
+
+    def inner(v: Any) -> Any:
+        return _asdict_inner(v, dict_factory)
+
+    # FFI containers become their builtin analogues: the result is plain data.
+    if isinstance(obj, (Array, List)):
+        return [inner(v) for v in obj]
+    if isinstance(obj, (Map, Dict)):
+        return dict_factory([(inner(k), inner(v)) for k, v in obj.items()])
+    if _is_instance(obj):
+        return dict_factory([(f.name, inner(getattr(obj, f.name))) for f in fields(obj)])  # type: ignore[arg-type]
+    if type(obj) is dict:
+        return {inner(k): inner(v) for k, v in obj.items()}
+    return _rebuild(obj, inner)
+
+
+def _astuple_inner(obj: Any, tuple_factory: Callable[..., Any]) -> Any:
+    if type(obj) in _ATOMIC_TYPES:
+        return obj
+
+    def inner(v: Any) -> Any:
+        return _astuple_inner(v, tuple_factory)
+
+    if isinstance(obj, (Array, List)):
+        return [inner(v) for v in obj]
+    if isinstance(obj, (Map, Dict)):
+        return {inner(k): inner(v) for k, v in obj.items()}
+    if _is_instance(obj):
+        return tuple_factory([inner(getattr(obj, f.name)) for f in fields(obj)])  # type: ignore[arg-type]
+    return _rebuild(obj, inner)
+
+
+def asdict(obj: Any, *, dict_factory: Callable[..., Any] = dict) -> Any:
+    """The fields of a dataclass instance as a new dict, recursively (as
+    :func:`dataclasses.asdict`); FFI sequences become lists, FFI maps dicts.
+
+    Raises ``TypeError`` unless ``obj`` is a ``@c_class`` / ``@py_class`` instance.
+    """
+    if not _is_instance(obj):
+        raise TypeError("asdict() should be called on c_class / py_class instances")
+    return _asdict_inner(obj, dict_factory)
+
+
+def astuple(obj: Any, *, tuple_factory: Callable[..., Any] = tuple) -> Any:
+    """The field values of a dataclass instance as a new tuple, recursively (as
+    :func:`dataclasses.astuple`).
+
+    Raises ``TypeError`` unless ``obj`` is a ``@c_class`` / ``@py_class`` instance.
+    """
+    if not _is_instance(obj):
+        raise TypeError("astuple() should be called on c_class / py_class instances")
+    return _astuple_inner(obj, tuple_factory)

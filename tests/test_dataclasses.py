@@ -1,0 +1,258 @@
+"""tvmffi.dataclasses: @py_class / @c_class, field(), fields/asdict/astuple/replace."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import itertools
+from typing import ClassVar
+
+import pytest
+
+import tvmffi
+import tvmffi.testing as T
+from tvmffi import Object
+from tvmffi.dataclasses import (
+    KW_ONLY,
+    MISSING,
+    Field,
+    asdict,
+    astuple,
+    c_class,
+    field,
+    fields,
+    init_property,
+    is_dataclass,
+    py_class,
+    replace,
+)
+
+_keys = itertools.count()
+
+
+def key(name: str) -> str:
+    return f"tvmffi_tests.dc.{name}_{next(_keys)}"
+
+
+def test_py_class_fields_defaults_kw_only_and_init_signature() -> None:
+    @py_class(key("Point"))
+    class Point(Object):
+        x: int
+        y: int = 5
+        tags: list = field(default_factory=list)  # type: ignore[type-arg]
+        _: KW_ONLY
+        label: str = "p"
+        hidden: int = field(default=9, init=False)
+        note: ClassVar[str] = "not a field"
+
+    p = Point(1)
+    assert (p.x, p.y, list(p.tags), p.label, p.hidden) == (1, 5, [], "p", 9)
+    q = Point(1, 2, [3], label="q")
+    assert (q.y, list(q.tags), q.label) == (2, [3], "q")
+    assert Point.note == "not a field"
+    params = inspect.signature(Point.__init__).parameters
+    assert list(params) == ["self", "x", "y", "tags", "label"]
+    assert params["label"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert [f.name for f in fields(Point)] == ["x", "y", "tags", "label", "hidden"]
+    assert Point.__match_args__ == ("x", "y", "tags")  # type: ignore[attr-defined]
+    # The runtime binds the arguments: its errors name what was wrong.
+    with pytest.raises(TypeError, match="missing required argument: 'x'"):
+        Point()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        Point(1, nope=2)
+    with pytest.raises(TypeError, match="at most"):
+        Point(1, 2, [], 4)
+    # Factories run per object.
+    assert not Point(1).tags.same_as(Point(1).tags)
+
+
+def test_py_class_objects_are_runtime_objects() -> None:
+    @py_class(key("Node"))
+    class Node(Object):
+        value: int
+        child: Object | None = None
+
+    leaf = Node(1)
+    root = Node(2, leaf)
+    assert root.child.same_as(leaf)
+    info = tvmffi.get_type_info(Node)
+    assert [f.name for f in info.fields] == ["value", "child"]
+    assert info.fields[0].offset == 24 and info.fields[1].offset == 40
+    # Built, printed and copied by the runtime's reflection.
+    built = tvmffi.get_global_func("ffi.MakeObjectFromPackedArgs")(info.type_key, "value", 7)
+    assert isinstance(built, Node) and built.value == 7 and built.child is None
+    assert repr(root) == f"{info.type_key}(value=2, child={info.type_key}(value=1, child=None))"
+    shallow = copy.copy(root)
+    assert not shallow.same_as(root) and shallow.child.same_as(leaf)
+    deep = copy.deepcopy(root)
+    assert not deep.child.same_as(leaf) and deep.child.value == 1
+
+
+def test_py_class_eq_order_hash_and_defaults_off() -> None:
+    @py_class(key("Ordered"), eq=True, order=True, unsafe_hash=True)
+    class V(Object):
+        a: int
+        b: str = field(default="", compare=False)
+
+    assert V(1, "x") == V(1, "y") and V(1) != V(2)
+    assert V(1) < V(2) <= V(2) and V(3) > V(2)
+    assert hash(V(1, "x")) == hash(V(1, "y"))
+    assert V(1).__eq__(42) is NotImplemented
+
+    @py_class(key("Plain"))
+    class P(Object):
+        a: int
+
+    one = P(1)
+    assert one != P(1) and one == one  # identity, as officially
+    with pytest.raises(ValueError, match="order=True requires eq=True"):
+        py_class(key("Bad"), order=True)
+
+
+def test_frozen_fields_and_replace() -> None:
+    @py_class(key("Frozen"), frozen=True)
+    class F(Object):
+        a: int
+        b: int = 2
+
+    f = F(1)
+    with pytest.raises(AttributeError, match="frozen"):
+        f.a = 5  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del f.a  # type: ignore[misc]
+    desc = F.__dict__["a"]
+    assert isinstance(desc, tvmffi.core.FFIProperty) and desc.fset is None
+    desc.set(f, 7)  # the escape hatch
+    assert f.a == 7
+    g = replace(f, b=3)
+    assert (g.a, g.b, f.b) == (7, 3, 2) and not g.same_as(f)
+    with pytest.raises(TypeError, match="unexpected field 'zz'"):
+        replace(f, zz=1)
+
+    @py_class(key("OneFrozen"))
+    class H(Object):
+        a: int = field(frozen=True)
+        b: int = 0
+
+    h = H(1)
+    h.b = 4
+    with pytest.raises(AttributeError):
+        h.a = 2  # type: ignore[misc]
+
+
+def test_asdict_astuple_is_dataclass() -> None:
+    @py_class(key("Inner"))
+    class Inner(Object):
+        v: int
+
+    @py_class(key("Outer"))
+    class Outer(Object):
+        inner: Inner
+        items: list  # type: ignore[type-arg]
+        mapping: dict  # type: ignore[type-arg]
+
+    o = Outer(Inner(1), [Inner(2), 3], {"k": Inner(4)})
+    assert asdict(o) == {"inner": {"v": 1}, "items": [{"v": 2}, 3], "mapping": {"k": {"v": 4}}}
+    assert astuple(o) == ((1,), [(2,), 3], {"k": (4,)})
+    assert is_dataclass(o) and is_dataclass(Outer) and not is_dataclass(tvmffi.Array([1]))
+    for bad in (asdict, astuple, fields):
+        with pytest.raises(TypeError):
+            bad(42)
+    with pytest.raises(TypeError):
+        asdict(Outer)
+
+
+def test_inheritance_post_init_user_init_and_init_property() -> None:
+    calls = []
+
+    @py_class(key("Base"))
+    class Base(Object):
+        a: int
+
+        def __post_init__(self) -> None:
+            calls.append(self.a)
+
+    @py_class(key("Derived"))
+    class Derived(Base):
+        b: int = 0
+
+        @init_property
+        def total(self) -> int:
+            return self.a + self.b
+
+    d = Derived(1, 2)
+    assert isinstance(d, Base) and (d.a, d.b, d.total) == (1, 2, 3) and calls == [1]
+    assert [f.name for f in fields(Derived)] == ["a", "b", "total"]
+
+    @py_class(key("UserInit"))
+    class U(Object):
+        a: int
+
+        def __init__(self, half: int) -> None:
+            self.a = half * 2
+
+    assert U(4).a == 8
+
+
+def test_field_validation() -> None:
+    with pytest.raises(ValueError, match="both default and default_factory"):
+        field(default=1, default_factory=list)
+    with pytest.raises(TypeError, match="default_factory must be a callable"):
+        field(default_factory=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="structural_eq"):
+        field(structural_eq="bogus")
+    with pytest.raises(TypeError, match="unrecognized field options: bogus"):
+
+        @py_class(key("Extra"))
+        class E(Object):
+            a: int = field(bogus=1)
+
+    with pytest.raises(TypeError, match=r"subclass of tvmffi\.Object"):
+        py_class(key("NotObj"))(int)
+    f = field(default=1, metadata={"m": 1})
+    g = copy.copy(f)
+    assert isinstance(g, Field) and g.metadata == {"m": 1} and g.metadata is not f.metadata
+    assert Field().default is MISSING
+
+
+def test_c_class_testing_types() -> None:
+    assert is_dataclass(T.TestIntPair)
+    names = [f.name for f in fields(T._TestCxxAutoInitKwOnlyDefaults)]
+    assert names == ["p_required", "p_default", "k_required", "k_default", "hidden"]
+    params = inspect.signature(T._TestCxxAutoInit.__init__).parameters
+    assert tuple(params) == ("self", "a", "d", "c")
+    # eq/order/hash of a c_class with them switched on, through the runtime.
+    a = T._TestCxxClassDerived(1, 2, 3.0, 4.0)
+    b = T._TestCxxClassDerived(1, 2, 3.0, 4.0)
+    assert a == b and hash(a) == hash(b) and not a < b
+    frozen = T.TestFrozenCxx(1, "t")
+    with pytest.raises(AttributeError):
+        frozen.value = 2  # type: ignore[misc]
+    with pytest.raises(TypeError, match="cannot be constructed directly"):
+        T._TestCxxNoAutoInit()
+
+    previous = tvmffi.get_type_info("testing.TestObjectBase").type_cls
+
+    @c_class("testing.TestObjectBase", eq=True)
+    class Base(Object):
+        v_i64: int
+        v_f64: float
+        v_str: str
+
+    try:
+        assert Base(1, 2.0, "s") == Base(1, 2.0, "s") != Base(1, 2.0, "t")
+        changed = replace(Base(1, 2.0, "s"), v_i64=5)
+        assert (changed.v_i64, changed.v_str) == (5, "s")
+    finally:
+        tvmffi.register_object("testing.TestObjectBase")(previous)
+
+
+def test_plain_registered_objects_unchanged() -> None:
+    # Plain register_object classes keep identity equality and no dataclass marker.
+    obj = T.create_object("testing.TestObjectBase", v_i64=1)
+    assert not is_dataclass(tvmffi.Object)
+    assert obj.v_i64 == 1 and type(obj).v_i64.fset is not None
+    type(obj).v_i64.fset(obj, 3)
+    assert obj.v_i64 == 3 and type(obj).v_i64.fget(obj) == 3
+    with pytest.raises(AttributeError, match="read-only"):
+        type(obj).v_f64.set(obj, 1.0)
