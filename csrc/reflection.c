@@ -25,6 +25,7 @@ typedef struct {
   int32_t checked_index; /* last FFI type (the declaring one or a subtype) that passed */
   FieldKind kind;
   unsigned int checked_tag; /* version tag of the last instance type that passed the check */
+  int frozen;               /* @py_class/@c_class frozen: assignment refused, .set() still writes */
   PyObject* name;
 } FieldProperty;
 
@@ -166,12 +167,7 @@ static PyObject* fprop_get(PyObject* op, PyObject* obj, PyObject* type) {
   }
 }
 
-static int fprop_set(PyObject* op, PyObject* obj, PyObject* value) {
-  FieldProperty* self = (FieldProperty*)op;
-  if (value == NULL) {
-    PyErr_Format(PyExc_AttributeError, "cannot delete field '%U'", self->name);
-    return -1;
-  }
+static int fprop_write(FieldProperty* self, PyObject* obj, PyObject* value) {
   if (!(self->field->flags & kTVMFFIFieldFlagBitMaskWritable) || self->field->setter == NULL) {
     PyErr_Format(PyExc_AttributeError, "field '%U' is read-only", self->name);
     return -1;
@@ -179,6 +175,30 @@ static int fprop_set(PyObject* op, PyObject* obj, PyObject* value) {
   TVMFFIObjectHandle h;
   if (field_handle(self, obj, &h) != 0) return -1;
   return field_write(self->field, h, value);
+}
+
+static int fprop_set(PyObject* op, PyObject* obj, PyObject* value) {
+  FieldProperty* self = (FieldProperty*)op;
+  if (value == NULL) {
+    PyErr_Format(PyExc_AttributeError, "cannot delete field '%U'", self->name);
+    return -1;
+  }
+  if (self->frozen) {
+    PyErr_Format(PyExc_AttributeError, "cannot assign to field '%U': it is frozen", self->name);
+    return -1;
+  }
+  return fprop_write(self, obj, value);
+}
+
+/* FFIProperty.set(obj, value): the escape hatch past `frozen` (replace(),
+ * construction code); a field without a setter stays read-only. */
+static PyObject* fprop_set_method(PyObject* op, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_Format(PyExc_TypeError, "set() takes 2 arguments (obj, value), got %zd", nargs);
+    return NULL;
+  }
+  if (fprop_write((FieldProperty*)op, args[0], args[1]) != 0) return NULL;
+  Py_RETURN_NONE;
 }
 
 static void fprop_dealloc(PyObject* op) {
@@ -200,8 +220,38 @@ static PyObject* fprop_get_doc(PyObject* op, void* c) {
   return tvmffi_bytearray_to_str(&f->doc);
 }
 
+/* property-compatible views: fget reads, fset writes (None when assignment is refused). */
+static PyObject* fprop_get_fget(PyObject* op, void* c) {
+  (void)c;
+  return PyObject_GetAttrString(op, "__get__");
+}
+
+static PyObject* fprop_get_fset(PyObject* op, void* c) {
+  (void)c;
+  FieldProperty* self = (FieldProperty*)op;
+  if (self->frozen || !(self->field->flags & kTVMFFIFieldFlagBitMaskWritable) ||
+      self->field->setter == NULL) {
+    Py_RETURN_NONE;
+  }
+  return PyObject_GetAttrString(op, "set");
+}
+
+static PyObject* fprop_get_frozen(PyObject* op, void* c) {
+  (void)c;
+  return PyBool_FromLong(((FieldProperty*)op)->frozen);
+}
+
+static PyMethodDef fprop_methods[] = {
+    {"set", (PyCFunction)(void (*)(void))fprop_set_method, METH_FASTCALL,
+     "set(obj, value): write the field, also when it is frozen."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyGetSetDef fprop_getset[] = {
     {"name", fprop_get_name, NULL, "Field name.", NULL},
+    {"fget", fprop_get_fget, NULL, "The read function (property compatibility).", NULL},
+    {"fset", fprop_get_fset, NULL, "The write function, None when frozen or read-only.", NULL},
+    {"frozen", fprop_get_frozen, NULL, "Whether plain assignment is refused.", NULL},
     {"__doc__", fprop_get_doc, NULL, "Field doc.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -215,6 +265,7 @@ static PyTypeObject FieldPropertyType = {
     .tp_descr_get = fprop_get,
     .tp_descr_set = fprop_set,
     .tp_getset = fprop_getset,
+    .tp_methods = fprop_methods,
 };
 
 static const TVMFFITypeInfo* type_info_checked(int type_index) {
@@ -223,11 +274,11 @@ static const TVMFFITypeInfo* type_info_checked(int type_index) {
   return info;
 }
 
-/* _field_property(type_index, field_pos) */
+/* _field_property(type_index, field_pos, frozen=False) */
 static PyObject* py_field_property(PyObject* m, PyObject* args) {
   (void)m;
-  int type_index, pos;
-  if (!PyArg_ParseTuple(args, "ii", &type_index, &pos)) return NULL;
+  int type_index, pos, frozen = 0;
+  if (!PyArg_ParseTuple(args, "ii|p", &type_index, &pos, &frozen)) return NULL;
   const TVMFFITypeInfo* info = type_info_checked(type_index);
   if (info == NULL) return NULL;
   if (pos < 0 || pos >= info->num_fields) {
@@ -242,6 +293,7 @@ static PyObject* py_field_property(PyObject* m, PyObject* args) {
   p->checked_index = type_index;
   p->kind = field_kind(p->field);
   p->checked_tag = 0;
+  p->frozen = frozen;
   p->name = tvmffi_bytearray_to_str(&p->field->name);
   if (p->name == NULL) {
     Py_DECREF(p);

@@ -35,7 +35,6 @@ from .dataclasses._registration import register_py_class as _register_py_class
 from .object import FieldInfo as TypeField
 from .object import MethodInfo as TypeMethod
 from .object import _repr_hook as object_repr
-from .object import get_type_info as _lookup_or_register_type_info_from_type_key
 
 # isort: split
 # ---- devices, dtypes, tensors, streams (w13a) -------------------------------------

@@ -32,9 +32,6 @@ _T = TypeVar("_T", bound=type)
 _WRITABLE = 1 << 0
 _HAS_DEFAULT = 1 << 1
 _IS_STATIC = 1 << 2
-_SEQ_IGNORE = 1 << 3
-_SEQ_DEF_PATTERN = 1 << 4
-_SEQ_DEF_SIMPLE = 1 << 12
 _DEFAULT_FROM_FACTORY = 1 << 5
 _REPR_OFF = 1 << 6
 _COMPARE_OFF = 1 << 7
@@ -107,7 +104,7 @@ class FieldInfo:
     """Native alignment of the field in bytes."""
     offset: int = 0
     """Byte offset of the field from the start of the ``TVMFFIObject`` header."""
-    frozen: bool = False
+    _frozen: bool = field(default=False, repr=False)
     dataclass_field: Any = None
 
     @property
@@ -144,8 +141,13 @@ class FieldInfo:
 
     @property
     def frozen(self) -> bool:
-        """Read-only (registered with ``def_ro``): the field has no setter."""
-        return not self.flags & _WRITABLE
+        """Assignment refused: registered read-only (``def_ro``, no setter), or frozen by a
+        dataclass decorator (``type(obj).name.set(obj, v)`` still writes that one)."""
+        return self._frozen or not self.flags & _WRITABLE
+
+    @frozen.setter
+    def frozen(self, value: bool) -> None:
+        self._frozen = bool(value)
 
     @property
     def structural_eq(self) -> str | None:
@@ -219,18 +221,12 @@ class FieldInfo:
     @property
     def c_structural_eq(self) -> str | None:
         """``None``, ``"ignore"``, ``"def-pattern"`` or ``"def-simple"``."""
-        if self.flags & _SEQ_IGNORE:
-            return "ignore"
-        if self.flags & _SEQ_DEF_PATTERN:
-            return "def-pattern"
-        if self.flags & _SEQ_DEF_SIMPLE:
-            return "def-simple"
-        return None
+        return self.structural_eq
 
     def as_property(self, cls: type) -> Any:
         """A fresh field descriptor (``FFIProperty``) for ``cls``, honouring ``frozen``."""
         del cls  # the descriptor checks the object's FFI type, not its class
-        return _core._field_property(self.owner_type_index, self.position, self.frozen)
+        return _core._field_property(self.owner_type_index, self.position, self._frozen)
 
 
 @dataclass(frozen=True)
@@ -404,7 +400,7 @@ def _refresh_type_info(info: TypeInfo) -> None:
     for f in fresh.fields:
         prev = old.get(f.name)
         if prev is not None:
-            f.frozen, f.dataclass_field = prev.frozen, prev.dataclass_field
+            f._frozen, f.dataclass_field = prev._frozen, prev.dataclass_field
     info.fields, info.methods = fresh.fields, fresh.methods
     info.own_total_size = fresh.own_total_size
     _TYPE_INFO_CACHE[info.type_index] = info
