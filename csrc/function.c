@@ -15,23 +15,22 @@
 
 static int g_release_gil_default = 1;
 
-/* Whether the argument `arg`, packed as `packed`, is the result's source:
- * our wrapper of the very handle (not a list or foreign object converted to
- * it), or a framework tensor whose view made for this call came back. */
+/* Whether the argument `arg`, packed as `packed`, is the result's source: a
+ * framework tensor whose view made for this call came back. */
 static int is_result_source(PyObject* arg, const TVMFFIAny* packed, const TVMFFIAny* result) {
-  if (packed->type_index < kTVMFFIStaticObjectBegin || packed->v_obj != result->v_obj) return 0;
-  if (tvmffi_is_object(arg)) return ((TVMFFIPyObject*)arg)->handle == result->v_obj;
-  return packed->type_index == kTVMFFITensor && tvmffi_tensor_is_fill_of(result->v_obj, arg);
+  return packed->type_index == kTVMFFITensor && packed->v_obj == result->v_obj &&
+         tvmffi_tensor_is_fill_of(result->v_obj, arg);
 }
 
-/* A result that is one of the call's own object arguments comes back as that
- * very Python object (echo(o) is o), as pybind11 and nanobind do for a known
- * instance; the extra reference the result carries is dropped. A torch tensor
- * handed back the same way is that torch tensor (the official binding makes a
- * new alias of it through DLPack: same type and data, ~1 us more). */
+/* A torch tensor handed back as the callee got it (echo(y)) is that torch
+ * tensor: the official binding makes a new alias of it through DLPack (same
+ * type and data, ~1 us more); the extra reference the result carries is
+ * dropped. FFI objects are not returned this way: a result is a new wrapper
+ * of its handle, as officially, so that `y = f(x); x._move()` leaves y its
+ * own reference. */
 static PyObject* same_object_arg(PyObject* const* args, const TVMFFIAny* packed,
                                  Py_ssize_t nargs, TVMFFIAny* result) {
-  if (result->type_index < kTVMFFIStaticObjectBegin) return NULL;
+  if (result->type_index != kTVMFFITensor) return NULL;
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     if (is_result_source(args[i], &packed[i], result)) {
       TVMFFIObjectDecRef(result->v_obj);

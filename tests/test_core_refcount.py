@@ -132,7 +132,10 @@ def test_function_ffi_use_count_unchanged():
 def test_ffi_use_count_tracks_live_references():
     fn = tvmffi.convert_func(lambda: 0)
     assert object_use_count(fn) == 1
-    assert echo(fn) is fn  # a result that is an argument comes back as that wrapper
+    r = echo(fn)  # a new wrapper of the same handle, as officially
+    assert r.same_as(fn) and r is not fn
+    assert object_use_count(fn) == 2
+    del r
     assert object_use_count(fn) == 1
     arr = echo([fn, fn])  # the Array holds two more
     assert object_use_count(fn) == 3

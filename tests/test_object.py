@@ -61,7 +61,7 @@ def test_register_twice_replaces_the_class() -> None:
         __slots__ = ()
 
     try:
-        assert type(T.echo(IntPair(1, 2))) is IntPair  # an argument comes back as itself
+        assert type(T.echo(IntPair(1, 2))) is Again
         assert type(Array([IntPair(1, 2)])[0]) is Again
     finally:
         tvmffi.register_object("testing.TestIntPair")(IntPair)
@@ -342,18 +342,34 @@ def test_repr() -> None:
 
 
 # ---- reference counts --------------------------------------------------------
-def test_result_that_is_an_argument_is_that_object() -> None:
+def test_result_that_is_an_argument_is_a_new_wrapper() -> None:
+    """As officially: a result is a wrapper of its own, sharing the handle, so a
+    later move of the argument (``x._move()``) leaves the result its reference."""
     p = IntPair(1, 2)
-    assert T.echo(p) is p
-    assert tvmffi.get_global_func("testing.apply")(lambda v: v, p) is p  # second argument
-    assert use_count(p) == 1  # the result's extra reference was dropped
+    r = T.echo(p)
+    assert r is not p and r.same_as(p) and type(r) is IntPair
+    assert use_count(p) == 2
+    q = tvmffi.get_global_func("testing.apply")(lambda v: v, p)  # second argument
+    assert q.same_as(p) and use_count(p) == 3
+    del r, q
+    assert use_count(p) == 1
 
-    class Sub(IntPair):  # a Python subclass keeps its class through the call
+    class Sub(IntPair):  # results take the class registered for the type
         __slots__ = ()
 
     s = Sub(3, 4)
-    assert T.echo(s) is s and type(T.echo(s)) is Sub
+    assert type(T.echo(s)) is IntPair and T.echo(s).same_as(s)
     assert use_count(s) == 1
+
+
+def test_moving_an_argument_leaves_an_earlier_result_alive() -> None:
+    echo_moved = tvmffi.convert(lambda v: v._move())
+    x = tvmffi.convert([1, 2])
+    y = echo_moved(x)
+    assert use_count(x) == 2
+    echo_moved(x._move())
+    assert x.__chandle__() == 0 and y.__chandle__() != 0
+    assert list(y) == [1, 2] and use_count(y) == 1
 
 
 def test_refcounts_return_to_start() -> None:
