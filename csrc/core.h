@@ -19,6 +19,8 @@
  *   cfunction.c Functions from raw C symbols (extern "C" safe calls, MLIR packed)
  *   framework.c a call's DLPack C exchange API: the framework's allocator
  *               during the call, its tensors in the result
+ *   graph_guard.c  depth/cycle check before the runtime's recursive graph
+ *               traversals (structural equal/hash/walk/map, JSON graph)
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
@@ -170,6 +172,9 @@ int tvmffi_take_rvalue(const TVMFFIAny* value, TVMFFIAny* out);
 
 /* ---- reflection.c: fields, methods, constructors, container cells ---------- */
 int tvmffi_reflection_init(PyObject* module);
+
+/* ---- graph_guard.c: depth/cycle check before the runtime's recursive traversals ---- */
+int tvmffi_graph_guard_init(PyObject* module);
 /* _init_handle(self, func, *args): self takes the object func(*args) returns. */
 PyObject* tvmffi_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t nargs);
 

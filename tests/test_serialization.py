@@ -92,3 +92,49 @@ def test_cycle_raises_value_error() -> None:
     lst.append(lst)
     with pytest.raises(ValueError, match=r"[Cc]ycle"):
         to_json_graph_str(lst)
+
+
+def _graph(root: int, nodes: list[Any]) -> str:
+    return json.dumps({"root_index": root, "nodes": nodes})
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "match"),
+    [
+        (_graph(0, [{"type": "ffi.Array", "data": [0]}]), ValueError, "refers to itself"),
+        (
+            _graph(1, [{"type": "ffi.Array", "data": [1]}, {"type": "ffi.Map", "data": [0, 0]}]),
+            ValueError,
+            "refers to itself",
+        ),
+        (_graph(9, [{"type": "int", "data": 1}]), ValueError, "index 9 out of range"),
+        (_graph(0, [{"type": "ffi.List", "data": [-1]}]), ValueError, "index -1 out of range"),
+        (
+            _graph(1, [{"type": "int", "data": 1}, {"type": "ffi.Map", "data": [0]}]),
+            ValueError,
+            "odd number",
+        ),
+        (
+            _graph(0, [{"type": "testing.TestIntPair", "data": {"a": 1, "b": 2}}]),
+            None,
+            None,
+        ),
+        ("[" * 100000 + "]" * 100000, RecursionError, "nested too deeply"),
+    ],
+)
+def test_crafted_graph_text_is_checked(text: str, error: Any, match: Any) -> None:
+    if error is None:  # int fields are written inline: not node indices
+        assert from_json_graph_str(text).a == 1
+        return
+    with pytest.raises(error, match=match):
+        from_json_graph_str(text)
+
+
+def test_deep_graph_text_raises_recursion_error() -> None:
+    n = 100000  # a chain of Arrays the runtime's decoder would recurse through
+    nodes: list[Any] = [{"type": "int", "data": 1}]
+    nodes += [{"type": "ffi.Array", "data": [i]} for i in range(n)]
+    with pytest.raises(RecursionError, match="too deeply"):
+        from_json_graph_str(_graph(n, nodes))
+    shared = [{"type": "int", "data": 1}, {"type": "ffi.Array", "data": [0, 0, 0]}]
+    assert list(from_json_graph_str(_graph(1, shared))) == [1, 1, 1]

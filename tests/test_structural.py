@@ -383,3 +383,116 @@ def test_official_objects_as_inputs() -> None:
     seen: list[int] = []
     tvmffi.structural_walk(official, (tvm_ffi.Map, lambda v: seen.append(len(v))))
     assert seen == [1]
+
+
+# ---- deep and cyclic values: a clean error, never a crashed process --------------------
+def _cyclic_list() -> List:
+    lst = List([1])
+    lst.append(lst)
+    return lst
+
+
+def _cyclic_dict() -> Dict:
+    d = Dict({"a": 1})
+    d["self"] = Array([d])
+    return d
+
+
+def _cyclic_object() -> Any:
+    obj = tvmffi.testing.create_object(
+        "testing.TestObjectDerived",
+        v_i64=1,
+        v_f64=0.0,
+        v_str="",
+        v_map=Map({}),
+        v_array=Array([]),
+    )
+    obj.v_array = Array([obj])
+    return obj
+
+
+_TRAVERSALS: list[tuple[str, Callable[[Any], Any]]] = [
+    ("hash", tvmffi.structural_hash),
+    ("equal", lambda v: tvmffi.structural_equal(v, v)),
+    ("mismatch", lambda v: tvmffi.get_first_structural_mismatch(v, v)),
+    ("key", StructuralKey),
+    ("walk", lambda v: tvmffi.structural_walk(v, ())),
+    ("visit", lambda v: tvmffi.structural_visit(v, ())),
+    ("map", lambda v: tvmffi.structural_map(v, ())),
+    ("mutate", lambda v: tvmffi.structural_mutate(v, ())),
+    ("json", tvmffi.serialization.to_json_graph_str),
+]
+
+
+@pytest.mark.parametrize("make", [_cyclic_list, _cyclic_dict, _cyclic_object])
+@pytest.mark.parametrize(("name", "op"), _TRAVERSALS, ids=[n for n, _ in _TRAVERSALS])
+def test_cycles_raise_value_error(name: str, op: Callable[[Any], Any], make: Any) -> None:
+    with pytest.raises(ValueError, match=r"Cycle detected: a .* contains itself"):
+        op(make())
+    with pytest.raises(ValueError, match="Cycle detected"):
+        op(Array([1, Map({"k": make()})]))  # also below the root
+
+
+def test_cycle_inside_callbacks_raises_value_error() -> None:
+    cyc = _cyclic_list()
+    with pytest.raises(ValueError, match="Cycle detected"):
+        tvmffi.structural_map(Array([1]), (int, lambda v: cyc), order="pre")
+    with pytest.raises(ValueError, match="Cycle detected"):
+        tvmffi.structural_visit(Array([1]), (Array, lambda v, vis: vis.visit(cyc)))
+    with pytest.raises(ValueError, match="Cycle detected"):
+        tvmffi.structural_mutate(Array([1]), (Array, lambda v, m: m.mutate(cyc)))
+
+
+def test_shared_subvalues_are_not_cycles() -> None:
+    # A diamond 80 levels high has 2**80 paths: the check visits each node once.
+    x: Any = Array([1])
+    for _ in range(80):
+        x = Array([x, x])
+    assert tvmffi._core._graph_check(x, 1024, True) is x
+    shared = Array([1, 2])
+    assert tvmffi.structural_hash(Array([shared, shared])) == tvmffi.structural_hash(
+        Array([Array([1, 2]), Array([1, 2])])
+    )
+
+
+def _run_in_small_stack_thread(fn: Callable[[], Any]) -> Any:
+    """fn() on a thread with a 512 KiB stack: its result, or the exception it raised."""
+    import threading
+
+    out: list[Any] = []
+
+    def target() -> None:
+        try:
+            out.append(fn())
+        except BaseException as err:  # handed back to the test
+            out.append(err)
+
+    old = threading.stack_size(512 * 1024)
+    try:
+        t = threading.Thread(target=target)
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(old)
+    return out[0]
+
+
+@pytest.mark.parametrize(("name", "op"), _TRAVERSALS, ids=[n for n, _ in _TRAVERSALS])
+def test_too_deep_for_the_stack_raises_recursion_error(name: str, op: Callable[[Any], Any]) -> None:
+    deep: Any = Array([1])
+    for _ in range(3000):  # the runtime would overflow a 512 KiB stack on this
+        deep = Array([deep])
+    shallow = Array([Array([Array([1])])])
+    err = _run_in_small_stack_thread(lambda: op(deep))
+    assert isinstance(err, RecursionError), err
+    assert "too deep" in str(err)
+    ok = _run_in_small_stack_thread(lambda: op(shallow))
+    assert not isinstance(ok, BaseException), ok
+
+
+def test_depth_limit_follows_the_stack() -> None:
+    main = tvmffi._core._depth_limit(1024)
+    small = _run_in_small_stack_thread(lambda: tvmffi._core._depth_limit(1024))
+    assert 0 < small < 512 < main
+    with pytest.raises(ValueError, match="bytes_per_level"):
+        tvmffi._core._depth_limit(0)

@@ -68,6 +68,15 @@ _BASE_CLASS_KEYS: dict[Any, str] = {
 }
 
 
+# The runtime's traversals recurse on the C stack once per level of nesting and have no
+# cycle check: every value they get goes through _check first (ValueError for a cycle,
+# RecursionError when it would not fit this thread's stack), given these estimates of
+# the stack each level takes (about 2.5x what the runtime's worst case measured).
+_check = _core._graph_check
+_HASH_LEVEL_BYTES = 1024  # structural hash, StructuralKey: ~230 bytes measured
+_EQ_LEVEL_BYTES = 2048  # structural equal and mismatch: ~850
+_TRAVERSE_LEVEL_BYTES = 3584  # walk, visit, map, mutate: ~1450
+
 # The runtime's functions this module calls, looked up once.
 _StructuralEqual = get_global_func("ffi.StructuralEqual")
 _StructuralHash = get_global_func("ffi.StructuralHash")
@@ -128,6 +137,8 @@ def structural_equal(
     ``map_free_vars`` lets free variables map to each other; ``skip_tensor_content``
     compares tensors by shape and dtype only.
     """
+    lhs = _check(lhs, _EQ_LEVEL_BYTES, True)
+    rhs = _check(rhs, _EQ_LEVEL_BYTES, True)
     return bool(_StructuralEqual(lhs, rhs, map_free_vars, skip_tensor_content))
 
 
@@ -138,6 +149,7 @@ def structural_hash(
 
     The runtime's int64 hash is returned as an unsigned 64-bit int, as officially.
     """
+    value = _check(value, _HASH_LEVEL_BYTES, True)
     h = _StructuralHash(value, map_free_vars, skip_tensor_content)
     return int(h) & _U64_MASK
 
@@ -146,6 +158,8 @@ def get_first_structural_mismatch(
     lhs: Any, rhs: Any, map_free_vars: bool = False, skip_tensor_content: bool = False
 ) -> tuple[AccessPath, AccessPath] | None:
     """``None`` if the values are structurally equal, else the first mismatch's access paths."""
+    lhs = _check(lhs, _EQ_LEVEL_BYTES, True)
+    rhs = _check(rhs, _EQ_LEVEL_BYTES, True)
     result = _GetFirstStructuralMismatch(lhs, rhs, map_free_vars, skip_tensor_content)
     if result is None:
         return None
@@ -166,6 +180,7 @@ class StructuralKey(Object):
 
     def __init__(self, key: Any) -> None:
         """Wrap ``key``."""
+        key = _check(key, _HASH_LEVEL_BYTES, True)
         self.__init_handle_by_constructor__(_StructuralKey, key)
 
     def __hash__(self) -> int:
@@ -209,6 +224,7 @@ class StructuralVisitor(Object):
 
     def visit(self, value: Any) -> VisitInterrupt | None:
         """Visit ``value`` through this visitor's callbacks; a :class:`VisitInterrupt` stops."""
+        value = _check(value, _TRAVERSE_LEVEL_BYTES, False)
         return _StructuralVisitorVisit(self, value)  # type: ignore[no-any-return]
 
     def default_visit(self, value: Any) -> VisitInterrupt | None:
@@ -217,6 +233,7 @@ class StructuralVisitor(Object):
         The callbacks are bypassed for ``value`` itself, not for its children. Never
         call it on the value whose own ``__s_visit__`` hook is running (that recurses).
         """
+        value = _check(value, _TRAVERSE_LEVEL_BYTES, False)
         return _StructuralVisitorDefaultVisit(self, value)  # type: ignore[no-any-return]
 
     def def_region_kind(self) -> DefRegionKind:
@@ -237,11 +254,13 @@ class StructuralMutator(Object):
 
     def mutate(self, value: Any) -> Any:
         """``value`` mutated through the callbacks (a copy where anything changed)."""
+        value = _check(value, _TRAVERSE_LEVEL_BYTES, False)
         return _StructuralMutatorMutate(self, value)
 
     def default_mutate(self, value: Any) -> Any:
         """``value`` mutated by its registered/reflected default, bypassing the callbacks
         for ``value`` itself (its children go through them)."""
+        value = _check(value, _TRAVERSE_LEVEL_BYTES, False)
         return _StructuralMutatorDefaultMutate(self, value)
 
     def var_remap_get(self, var: Object) -> Any | None:
@@ -372,6 +391,11 @@ def _with_region_kind(fn: Callable[..., Any]) -> Callable[[Any, int], Any]:
     return lambda value, kind: fn(value, DefRegionKind(kind))
 
 
+def _checked_result(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` whose result is checked like a traversal root before the runtime descends it."""
+    return lambda *args: _check(fn(*args), _TRAVERSE_LEVEL_BYTES, False)
+
+
 def _typed_with_region_kind(callbacks: Any, api_name: str) -> list[tuple[int, Callable[..., Any]]]:
     return [(index, _with_region_kind(fn)) for index, fn in _typed(callbacks, api_name)]
 
@@ -417,6 +441,7 @@ def structural_walk(
     order_index = _order_index(order, "structural_walk")
     plain = _typed(callbacks, "structural_walk")
     regioned = _typed_with_region_kind(with_def_region_kind, "structural_walk")
+    root = _check(root, _TRAVERSE_LEVEL_BYTES, False)
     return _StructuralWalk(root, plain, regioned, order_index)  # type: ignore[no-any-return]
 
 
@@ -428,7 +453,9 @@ def structural_visit(root: Any, callbacks: _Callbacks = ()) -> VisitInterrupt | 
     subtree is pruned. Entries as for :func:`structural_walk`; the first match wins.
     Returns ``None``, or the :class:`VisitInterrupt` that stopped the visit.
     """
-    return _StructuralVisit(root, _typed(callbacks, "structural_visit"))  # type: ignore[no-any-return]
+    entries = _typed(callbacks, "structural_visit")
+    root = _check(root, _TRAVERSE_LEVEL_BYTES, False)
+    return _StructuralVisit(root, entries)  # type: ignore[no-any-return]
 
 
 def structural_mutate(root: Any, callbacks: _Callbacks = ()) -> Any:
@@ -444,6 +471,7 @@ def structural_mutate(root: Any, callbacks: _Callbacks = ()) -> Any:
         (index, fn, _accepts_inplace_mode(fn))
         for index, fn in _typed(callbacks, "structural_mutate")
     ]
+    root = _check(root, _TRAVERSE_LEVEL_BYTES, False)
     return _StructuralMutate(root, entries)
 
 
@@ -460,6 +488,11 @@ def structural_map(
     identity; changed paths are copied unless ``root._move()`` hands over ownership.
     """
     order_index = _order_index(order, "structural_map")
-    plain = _typed(callbacks, "structural_map")
-    regioned = _typed_with_region_kind(with_def_region_kind, "structural_map")
+    # A replacement gets the default descent too: check it as the root is checked.
+    plain = [(i, _checked_result(fn)) for i, fn in _typed(callbacks, "structural_map")]
+    regioned = [
+        (i, _checked_result(fn))
+        for i, fn in _typed_with_region_kind(with_def_region_kind, "structural_map")
+    ]
+    root = _check(root, _TRAVERSE_LEVEL_BYTES, False)
     return _StructuralMap(root, plain, regioned, order_index)

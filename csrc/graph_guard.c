@@ -1,0 +1,409 @@
+/*
+ * Graph guard: the depth and cycle check that runs before the runtime's
+ * recursive graph functions (structural equal/hash/walk/map, JSON graph).
+ *
+ * Those functions recurse on the C stack once per level of nesting and have
+ * no cycle check, so a deep or self-containing value (a List appended to
+ * itself) would overflow the stack and kill the process. This walks the same
+ * edges iteratively first (sequence items, map keys and values, reflected
+ * object fields), and raises ValueError for a cycle, or RecursionError when
+ * the nesting would not fit in the stack this thread has left, given the
+ * caller's estimate of stack bytes per level.
+ *
+ *   _graph_check(value, bytes_per_level, skip_seq_ignored) -> value to pass on
+ *   _depth_limit(bytes_per_level) -> levels of nesting the calling thread's
+ *                                     stack has room for
+ *
+ * Heights are memoised per object, so a DAG costs one visit per node. The
+ * walk holds the GIL and runs no Python code, so the graph cannot change
+ * under it; children are kept as borrowed pointers (their parents own them).
+ */
+#include "core.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Stack kept free for the frames around the runtime's recursion (the call
+ * path, Python callbacks the traversal invokes, error unwinding): this much,
+ * or an eighth of a smaller thread's stack. */
+#define GUARD_RESERVE_BYTES (512 * 1024)
+#define IN_PROGRESS (-1)
+
+/* ---- pointer -> height table (open addressing, linear probing) ------------ */
+typedef struct {
+  TVMFFIObject* key;
+  int64_t height; /* IN_PROGRESS while the object is on the DFS path */
+} Slot;
+
+typedef struct {
+  Slot* slots;
+  size_t cap; /* a power of two */
+  size_t used;
+  Slot inline_slots[64];
+} Table;
+
+static size_t ptr_hash(const TVMFFIObject* p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return (size_t)x;
+}
+
+static void table_init(Table* t) {
+  memset(t->inline_slots, 0, sizeof t->inline_slots);
+  t->slots = t->inline_slots;
+  t->cap = 64;
+  t->used = 0;
+}
+
+static void table_free(Table* t) {
+  if (t->slots != t->inline_slots) PyMem_Free(t->slots);
+}
+
+static Slot* table_find(Table* t, const TVMFFIObject* key) {
+  size_t mask = t->cap - 1;
+  for (size_t i = ptr_hash(key) & mask;; i = (i + 1) & mask) {
+    if (t->slots[i].key == key || t->slots[i].key == NULL) return &t->slots[i];
+  }
+}
+
+static int table_grow(Table* t) {
+  size_t cap = t->cap * 2;
+  Slot* fresh = PyMem_Calloc(cap, sizeof(Slot));
+  if (fresh == NULL) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  Slot* old = t->slots;
+  size_t old_cap = t->cap;
+  t->slots = fresh;
+  t->cap = cap;
+  for (size_t i = 0; i < old_cap; ++i) {
+    if (old[i].key != NULL) *table_find(t, old[i].key) = old[i];
+  }
+  if (old != t->inline_slots) PyMem_Free(old);
+  return 0;
+}
+
+/* The slot of key, inserted (height IN_PROGRESS) if absent; NULL on no memory. */
+static Slot* table_insert(Table* t, TVMFFIObject* key, int* inserted) {
+  if ((t->used + 1) * 2 > t->cap && table_grow(t) != 0) return NULL;
+  Slot* s = table_find(t, key);
+  *inserted = s->key == NULL;
+  if (*inserted) {
+    s->key = key;
+    s->height = IN_PROGRESS;
+    ++t->used;
+  }
+  return s;
+}
+
+/* ---- growable arrays: children of the nodes on the path, and the path ----- */
+typedef struct {
+  TVMFFIObject* obj;
+  size_t begin, next, end; /* its children are kids[begin, end), next the one to visit */
+  int64_t height;          /* 1 + tallest child seen so far */
+} Frame;
+
+typedef struct {
+  TVMFFIObject** kids;
+  size_t nkids, kids_cap;
+  Frame* path;
+  size_t depth, path_cap;
+  int skip_seq_ignored;
+} Walk;
+
+static int grow(void** buf, size_t* cap, size_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  size_t cap2 = *cap ? *cap : 16;
+  while (cap2 < need) cap2 *= 2;
+  void* fresh = PyMem_Realloc(*buf, cap2 * elem);
+  if (fresh == NULL) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  *buf = fresh;
+  *cap = cap2;
+  return 0;
+}
+
+/* Records an object child (other values have no children to recurse into). */
+static int add_child(Walk* w, const TVMFFIAny* v) {
+  if (v->type_index < kTVMFFIStaticObjectBegin || v->v_obj == NULL) return 0;
+  if (grow((void**)&w->kids, &w->kids_cap, w->nkids + 1, sizeof(TVMFFIObject*)) != 0) return -1;
+  w->kids[w->nkids++] = v->v_obj;
+  return 0;
+}
+
+static int add_seq_children(Walk* w, TVMFFIObject* obj) {
+  TVMFFISeqCell* c = (TVMFFISeqCell*)tvmffi_cell(obj);
+  const TVMFFIAny* items = (const TVMFFIAny*)c->data;
+  for (int64_t i = 0; i < c->size; ++i) {
+    if (add_child(w, &items[i]) != 0) return -1;
+  }
+  return 0;
+}
+
+static int call_step(TVMFFIObjectHandle functor, int64_t cmd, TVMFFIAny* out) {
+  TVMFFIAny arg = {.type_index = kTVMFFIInt, .v_int64 = cmd};
+  out->type_index = kTVMFFINone;
+  out->zero_padding = 0;
+  out->v_int64 = 0;
+  if (TVMFFIFunctionCall(functor, &arg, 1, out) != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  return 0;
+}
+
+/* Keys and values of a Map/Dict, through the runtime's iterator functor
+ * (functor(0) key, functor(1) value, functor(2) advance; the first call of
+ * the size function tells whether there is anything to iterate). */
+static int add_map_children(Walk* w, TVMFFIObject* obj, int is_dict) {
+  TVMFFIAny arg = {.type_index = obj->type_index, .v_obj = obj};
+  TVMFFIAny size, functor;
+  const char* size_name = is_dict ? "ffi.DictSize" : "ffi.MapSize";
+  const char* iter_name = is_dict ? "ffi.DictForwardIterFunctor" : "ffi.MapForwardIterFunctor";
+  /* Runtime builtins: looked up once, kept for the process (as function.c does). */
+  static TVMFFIObjectHandle map_size, dict_size, map_iter, dict_iter;
+  if (tvmffi_call_global_any(size_name, is_dict ? &dict_size : &map_size, &arg, 1, &size) != 0) {
+    return -1;
+  }
+  int64_t n = size.type_index == kTVMFFIInt ? size.v_int64 : 0;
+  tvmffi_any_release(&size);
+  if (n <= 0) return 0;
+  TVMFFIObjectHandle* cache = is_dict ? &dict_iter : &map_iter;
+  if (tvmffi_call_global_any(iter_name, cache, &arg, 1, &functor) != 0) return -1;
+  int rc = functor.type_index == kTVMFFIFunction ? 0 : -1;
+  if (rc != 0) PyErr_SetString(PyExc_TypeError, "map iterator is not a function");
+  for (int64_t i = 0; i < n && rc == 0; ++i) {
+    TVMFFIAny item;
+    for (int64_t cmd = 0; cmd < 2 && rc == 0; ++cmd) {
+      rc = call_step(functor.v_obj, cmd, &item);
+      if (rc == 0) {
+        rc = add_child(w, &item); /* the map keeps it alive: a borrowed pointer */
+        tvmffi_any_release(&item);
+      }
+    }
+    if (rc == 0 && i + 1 < n) {
+      rc = call_step(functor.v_obj, 2, &item);
+      if (rc == 0) tvmffi_any_release(&item);
+    }
+  }
+  tvmffi_any_release(&functor);
+  return rc;
+}
+
+/* Object-valued reflected fields of one type's own field list. */
+static int add_field_children(Walk* w, TVMFFIObject* obj, const TVMFFITypeInfo* info) {
+  for (int32_t i = 0; i < info->num_fields; ++i) {
+    const TVMFFIFieldInfo* f = &info->fields[i];
+    int32_t st = f->field_static_type_index;
+    if (st >= 0 && st < kTVMFFIStaticObjectBegin) continue; /* a POD field */
+    if (w->skip_seq_ignored && (f->flags & kTVMFFIFieldFlagBitMaskSEqHashIgnore)) continue;
+    if (f->getter == NULL) continue;
+    TVMFFIAny v = {.type_index = kTVMFFINone};
+    if (f->getter((char*)obj + f->offset, &v) != 0) {
+      tvmffi_raise_ffi_error();
+      return -1;
+    }
+    int rc = add_child(w, &v); /* the field keeps it alive: a borrowed pointer */
+    tvmffi_any_release(&v);
+    if (rc != 0) return -1;
+  }
+  return 0;
+}
+
+static int add_children(Walk* w, TVMFFIObject* obj) {
+  int32_t ti = obj->type_index;
+  if (ti == kTVMFFIArray || ti == kTVMFFIList) return add_seq_children(w, obj);
+  if (ti == kTVMFFIMap || ti == kTVMFFIDict) return add_map_children(w, obj, ti == kTVMFFIDict);
+  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(ti);
+  if (info == NULL) return 0;
+  for (int32_t d = 0; d < info->type_depth; ++d) {
+    if (add_field_children(w, obj, info->type_ancestors[d]) != 0) return -1;
+  }
+  return add_field_children(w, obj, info);
+}
+
+static int push(Walk* w, Table* t, TVMFFIObject* obj) {
+  int inserted;
+  if (table_insert(t, obj, &inserted) == NULL) return -1;
+  if (grow((void**)&w->path, &w->path_cap, w->depth + 1, sizeof(Frame)) != 0) return -1;
+  size_t begin = w->nkids;
+  if (add_children(w, obj) != 0) return -1;
+  w->path[w->depth++] = (Frame){obj, begin, begin, w->nkids, 1};
+  return 0;
+}
+
+static int cycle_error(const TVMFFIObject* obj) {
+  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(obj->type_index);
+  PyObject* key = info ? tvmffi_bytearray_to_str(&info->type_key) : PyUnicode_FromString("object");
+  if (key == NULL) return -1;
+  PyErr_Format(PyExc_ValueError,
+               "Cycle detected: a %U contains itself, so it cannot be traversed structurally", key);
+  Py_DECREF(key);
+  return -1;
+}
+
+static int depth_error(int64_t limit) {
+  PyErr_Format(PyExc_RecursionError,
+               "value nested more than %lld levels deep: too deep for a structural traversal "
+               "on this thread's stack",
+               (long long)limit);
+  return -1;
+}
+
+/* Height of the graph below root (1 for a childless object), or -1 with an
+ * exception: ValueError for a cycle, RecursionError once it exceeds limit. */
+static int64_t graph_height(Walk* w, TVMFFIObject* root, int64_t limit) {
+  Table t;
+  table_init(&t);
+  int64_t result = -1;
+  if (push(w, &t, root) != 0) goto done;
+  while (w->depth > 0) {
+    Frame* top = &w->path[w->depth - 1];
+    if (top->next == top->end) { /* all children done: the node's height is final */
+      int64_t h = top->height;
+      table_find(&t, top->obj)->height = h;
+      w->nkids = top->begin; /* its children are the last ones recorded: drop them */
+      --w->depth;
+      if (h > limit) { /* reached through a shared node: taller than the path */
+        depth_error(limit);
+        goto done;
+      }
+      if (w->depth == 0) {
+        result = h;
+      } else if (h + 1 > w->path[w->depth - 1].height) {
+        w->path[w->depth - 1].height = h + 1;
+      }
+      continue;
+    }
+    TVMFFIObject* child = w->kids[top->next++];
+    Slot* s = table_find(&t, child);
+    if (s->key == child) {
+      if (s->height == IN_PROGRESS) {
+        cycle_error(child);
+        goto done;
+      }
+      if (s->height + 1 > top->height) top->height = s->height + 1;
+      continue;
+    }
+    if ((int64_t)w->depth >= limit) {
+      depth_error(limit);
+      goto done;
+    }
+    if (push(w, &t, child) != 0) goto done;
+  }
+done:
+  table_free(&t);
+  return result;
+}
+
+/* ---- the calling thread's stack ------------------------------------------- */
+/* Bytes of stack left below this frame, and the stack's whole size; -1 if unknown. */
+static int64_t stack_left(int64_t* total) {
+  pthread_attr_t attr;
+  void* base = NULL;
+  size_t size = 0;
+  *total = -1;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return -1;
+  int rc = pthread_attr_getstack(&attr, &base, &size);
+  pthread_attr_destroy(&attr);
+  if (rc != 0 || base == NULL) return -1;
+  char here;
+  *total = (int64_t)size;
+  return (int64_t)(&here - (char*)base); /* the stack grows down towards base */
+}
+
+/* The most levels a traversal needing bytes_per_level may nest here. */
+static int64_t depth_limit(int64_t bytes_per_level) {
+  int64_t total;
+  int64_t left = stack_left(&total);
+  if (left < 0) left = total = 8 * 1024 * 1024; /* unknown: assume the usual 8 MiB */
+  int64_t reserve = total / 8 < GUARD_RESERVE_BYTES ? total / 8 : GUARD_RESERVE_BYTES;
+  left -= reserve;
+  return left > 0 ? left / bytes_per_level : 0;
+}
+
+static PyObject* py_depth_limit(PyObject* m, PyObject* arg) {
+  (void)m;
+  long long per_level = PyLong_AsLongLong(arg);
+  if (per_level <= 0) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bytes_per_level must be > 0");
+    return NULL;
+  }
+  return PyLong_FromLongLong(depth_limit(per_level));
+}
+
+static int is_plain_scalar(PyObject* v) {
+  return v == Py_None || PyBool_Check(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) ||
+         PyUnicode_CheckExact(v) || PyBytes_CheckExact(v);
+}
+
+static int check_handle(TVMFFIObject* obj, int64_t bytes_per_level, int skip_ignored) {
+  Walk w = {0};
+  w.skip_seq_ignored = skip_ignored;
+  int64_t h = graph_height(&w, obj, depth_limit(bytes_per_level));
+  PyMem_Free(w.kids);
+  PyMem_Free(w.path);
+  return h < 0 ? -1 : 0;
+}
+
+/* _graph_check(value, bytes_per_level, skip_seq_ignored): the value to pass
+ * to the runtime in value's place. Objects (and obj._move() references) are
+ * checked and passed as they are; lists, dicts and other convertible values
+ * are converted once here, checked, and the converted object is returned. */
+static PyObject* py_graph_check(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
+  (void)m;
+  long long per_level;
+  if (nargs != 3 || (per_level = PyLong_AsLongLong(args[1])) <= 0) {
+    if (!PyErr_Occurred()) {
+      PyErr_SetString(PyExc_TypeError, "_graph_check(value, bytes_per_level > 0, skip_ignored)");
+    }
+    return NULL;
+  }
+  PyObject* value = args[0];
+  int skip = PyObject_IsTrue(args[2]);
+  if (skip < 0) return NULL;
+  if (is_plain_scalar(value)) return Py_NewRef(value);
+  if (Py_IS_TYPE(value, &TVMFFIRValueRefType)) { /* obj._move(): check obj, keep the move */
+    PyObject* target = PyObject_GetAttrString(value, "obj");
+    if (target == NULL) return NULL;
+    int rc = 0;
+    if (tvmffi_is_object(target)) {
+      TVMFFIObjectHandle h = tvmffi_object_handle(target);
+      rc = h != NULL ? check_handle(h, per_level, skip) : -1;
+    }
+    Py_DECREF(target);
+    return rc == 0 ? Py_NewRef(value) : NULL;
+  }
+  if (tvmffi_is_object(value)) {
+    TVMFFIObjectHandle h = tvmffi_object_handle(value);
+    if (h == NULL || check_handle(h, per_level, skip) != 0) return NULL;
+    return Py_NewRef(value);
+  }
+  TVMFFIAny any;
+  if (tvmffi_py_to_owned_any(value, &any) != 0) return NULL;
+  if (any.type_index >= kTVMFFIStaticObjectBegin &&
+      check_handle(any.v_obj, per_level, skip) != 0) {
+    tvmffi_any_release(&any);
+    return NULL;
+  }
+  return tvmffi_any_to_py_owned(&any);
+}
+
+static PyMethodDef guard_methods[] = {
+    {"_graph_check", (PyCFunction)(void (*)(void))py_graph_check, METH_FASTCALL,
+     "_graph_check(value, bytes_per_level, skip_seq_ignored): value checked for cycles and "
+     "depth before a recursive runtime traversal (ValueError / RecursionError)."},
+    {"_depth_limit", py_depth_limit, METH_O,
+     "_depth_limit(bytes_per_level): levels of nesting this thread's stack has room for."},
+    {NULL, NULL, 0, NULL},
+};
+
+int tvmffi_graph_guard_init(PyObject* module) {
+  return PyModule_AddFunctions(module, guard_methods);
+}
