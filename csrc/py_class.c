@@ -29,6 +29,65 @@ static int any_field_set(void* field, const TVMFFIAny* value) {
   return 0;
 }
 
+/* ---- converting setter ------------------------------------------------------
+ * A typed field's setter: a Function (field address, value) that passes the
+ * value through the field's Python converter (its TypeSchema: int accepts a
+ * bool, List[int] builds a List, a wrong type raises TypeError) and stores the
+ * result. The runtime calls it for every write: the generated __ffi_init__,
+ * defaults, FieldProperty assignment and other languages alike. */
+static int convert_store(PyObject* converter, const TVMFFIAny* args, int32_t nargs) {
+  if (nargs != 2 || args[0].type_index != kTVMFFIOpaquePtr || args[0].v_ptr == NULL) {
+    PyErr_SetString(PyExc_TypeError, "a field setter takes (field address, value)");
+    return -1;
+  }
+  PyObject* value = tvmffi_any_to_py_borrowed(&args[1]);
+  if (value == NULL) return -1;
+  PyObject* converted = PyObject_CallOneArg(converter, value);
+  Py_DECREF(value);
+  if (converted == NULL) return -1;
+  TVMFFIAny owned;
+  int rc = tvmffi_py_to_owned_any(converted, &owned);
+  Py_DECREF(converted);
+  if (rc != 0) return -1;
+  TVMFFIAny* slot = args[0].v_ptr;
+  TVMFFIAny old = *slot;
+  *slot = owned;
+  tvmffi_any_release(&old);
+  return 0;
+}
+
+static int converting_setter_call(void* self, const TVMFFIAny* args, int32_t nargs,
+                                  TVMFFIAny* result) {
+  result->type_index = kTVMFFINone;
+  result->zero_padding = 0;
+  result->v_int64 = 0;
+  int held = tvmffi_holds_gil();
+  if (!held && TVMFFI_PY_UNUSABLE()) {
+    TVMFFIErrorSetRaisedFromCStr("RuntimeError", "Python field setter called after interpreter exit");
+    return -1;
+  }
+  PyGILState_STATE gil = held ? PyGILState_UNLOCKED : PyGILState_Ensure();
+  int rc = convert_store((PyObject*)self, args, nargs) == 0 ? 0 : tvmffi_set_ffi_error_from_py();
+  if (!held) PyGILState_Release(gil);
+  return rc;
+}
+
+/* _py_class_field_setter(converter) -> Function */
+static PyObject* py_field_setter(PyObject* self, PyObject* converter) {
+  (void)self;
+  if (!PyCallable_Check(converter)) {
+    return PyErr_Format(PyExc_TypeError, "converter must be callable, got %.200s",
+                        Py_TYPE(converter)->tp_name);
+  }
+  TVMFFIObjectHandle h;
+  Py_INCREF(converter); /* released by the Function's deleter */
+  if (TVMFFIFunctionCreate(converter, converting_setter_call, tvmffi_release_py_object, &h) != 0) {
+    Py_DECREF(converter);
+    return tvmffi_raise_ffi_error();
+  }
+  return tvmffi_function_wrap_owned(h);
+}
+
 static int key_arg(PyObject* s, TVMFFIByteArray* out) {
   Py_ssize_t n;
   const char* p = PyUnicode_AsUTF8AndSize(s, &n);
@@ -168,6 +227,7 @@ static PyMethodDef py_class_methods[] = {
     {"_py_class_alloc_type", py_alloc_type, METH_VARARGS, "(type_key, parent_index) -> index"},
     {"_py_class_register_field", py_register_field, METH_VARARGS,
      "(index, name, doc, metadata, flags, offset, default, setter)"},
+    {"_py_class_field_setter", py_field_setter, METH_O, "(converter) -> Function"},
     {"_py_class_register_metadata", py_register_metadata, METH_VARARGS,
      "(index, total_size, structural_eq_hash_kind, doc)"},
     {"_py_class_register_method", py_register_method, METH_VARARGS,

@@ -139,8 +139,12 @@ def test_protocol_results_convert_or_raise_type_error(result: Any, protocol: str
         assert same(plain(got), expected(result))
 
 
-@given(st.one_of(st.text(min_size=8, max_size=300),
-                 st.text(alphabet=st.characters(max_codepoint=127), min_size=8, max_size=300)))
+@given(
+    st.one_of(
+        st.text(min_size=8, max_size=300),
+        st.text(alphabet=st.characters(max_codepoint=127), min_size=8, max_size=300),
+    )
+)
 def test_heap_string_results_behave_as_the_str(s: str) -> None:
     """A heap string result is a String (a str subclass) indistinguishable from
     the str with the same text: ASCII results are built directly in str's

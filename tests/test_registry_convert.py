@@ -12,6 +12,7 @@ import subprocess
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -426,7 +427,7 @@ def test_py_class_fields_methods_and_lifetime(unique_name: str) -> None:
     @py_class(unique_name + ".Node")
     class Node(tvmffi.Object):
         x: int
-        payload: object
+        payload: Any
 
         @tvmffi.method
         def label(self) -> str:
@@ -444,8 +445,11 @@ def test_py_class_fields_methods_and_lifetime(unique_name: str) -> None:
     ref = weakref.ref(held)
     n = Node(7, held)
     assert n.x == 7 and n.payload is held
-    n.x = "text beyond the small-string size"
-    assert n.x == "text beyond the small-string size"
+    # Fields convert to their annotation (the official binding's type converter).
+    with pytest.raises(TypeError, match="expected int"):
+        n.x = "text beyond the small-string size"
+    n.payload = "text beyond the small-string size"
+    assert n.payload == "text beyond the small-string size"
     info = Node.__tvm_ffi_type_info__  # type: ignore[attr-defined]
     methods = {m.name: m for m in info.methods}
     assert methods["make"].is_static and methods["make"].func() == 42

@@ -34,6 +34,7 @@ from ._core import FieldProperty as FFIProperty
 from .dataclasses._registration import register_py_class as _register_py_class
 from .object import FieldInfo as TypeField
 from .object import MethodInfo as TypeMethod
+from .object import _kwargs_marker
 from .object import _repr_hook as object_repr
 
 # isort: split
@@ -58,12 +59,17 @@ def _lookup_or_register_type_info_from_type_key(type_key: str) -> TypeInfo:
     return get_type_info(type_key)
 
 
+KWARGS = _kwargs_marker()
+"""The runtime's marker between positional and keyword arguments (``ffi.GetKwargsObject``)."""
+
+
 def _env_get_current_stream(device_type: int, device_id: int) -> int:
     """Return the environment stream of device ``(device_type, device_id)`` (0 when none)."""
     return int(_core.current_stream(device_type, device_id))
 
 
 __all__ = [
+    "KWARGS",
     "MISSING",
     "_OPAQUE_PTR_HANDLERS",
     "Bytes",

@@ -320,7 +320,6 @@ class TypeInfo:
         return _REGISTERED.get(self.type_index)
 
 
-
 _TYPE_INFO_CACHE: dict[int, TypeInfo] = {}
 
 

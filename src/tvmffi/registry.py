@@ -18,6 +18,14 @@ from . import _core
 from ._core import Function
 from .object import register_object
 
+# isort: split
+# The class-attribute helpers of the dataclass decorators, under their official names.
+from .dataclasses._registration import add_class_attrs as _add_class_attrs  # noqa: F401
+from .dataclasses._registration import (  # noqa: F401
+    add_type_attr_class_attrs as _add_type_attr_class_attrs,
+)
+from .dataclasses.c_class import _warn_missing_field_annotations  # noqa: F401
+
 __all__ = [
     "get_global_func",
     "get_global_func_metadata",

@@ -134,6 +134,21 @@ def _field_default(f: Any) -> Any:
     return None if f.default is MISSING else f.default
 
 
+def _field_setter(f: Any) -> Any:
+    """The converting setter of a typed field (``None``: an ``Any`` field stores values as
+    they are). Conversion is the field's TypeSchema's, as for the official binding."""
+    schema = f._ty_schema
+    if schema is None or getattr(schema, "origin", "Any") == "Any":
+        return None
+    convert = schema.convert
+    to_py = _core._to_py_class_value
+
+    def converter(value: Any) -> Any:
+        return to_py(convert(value))
+
+    return _core._py_class_field_setter(converter)
+
+
 def register_fields(info: TypeInfo, fields: list[Any], structure_kind: int | None = None) -> None:
     """Register ``fields`` as the own fields of the Python-defined type ``info``.
 
@@ -160,7 +175,7 @@ def register_fields(info: TypeInfo, fields: list[Any], structure_kind: int | Non
             _field_flags(f),
             offset,
             _field_default(f),
-            None,
+            _field_setter(f),
         )
         offset += _ANY_SIZE
     total_size = max(offset, _OBJECT_HEADER_SIZE)

@@ -17,9 +17,9 @@ from typing import TypeVar
 from typing_extensions import dataclass_transform
 
 from .. import _core
-from .._dunder import _install_dataclass_dunders
+from .._dunder import _find_ffi_init, _install_dataclass_dunders
 from ..object import TypeInfo, register_object
-from ._registration import add_type_attr_class_attrs
+from ._registration import add_type_attr_class_attrs, install_ffi_init_attr
 from .field import Field, _field_converter, field
 from .py_class import _FFI_TYPE_ATTR_NAMES
 
@@ -112,6 +112,9 @@ def c_class(
                 if own is None or isinstance(own, _core.FieldProperty):
                     setattr(cls, tf.name, tf.as_property(cls))
         add_type_attr_class_attrs(cls, type_info, _FFI_TYPE_ATTR_NAMES)
+        ffi_init = _find_ffi_init(type_info)
+        if ffi_init is not None and "__ffi_init__" not in cls.__dict__:
+            install_ffi_init_attr(cls, type_info, ffi_init)
         _install_dataclass_dunders(
             cls,
             init=init,

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+from collections import namedtuple
 from collections.abc import Callable
+from functools import wraps
 from typing import Any, TypeVar
 
+from .. import _core
 from ..container import Array, Dict, List, Map
 from .field import Field
 
@@ -61,6 +64,51 @@ def fields(obj_or_cls: Any) -> tuple[Field, ...]:
         for tf in info.fields or ()
         if tf.dataclass_field is not None
     )
+
+
+def _namedtuple_of(typename: str, names: list[str]) -> Any:
+    return namedtuple(typename, names)
+
+
+def _make_namedtuple(typename: str, fields: tuple[Field, ...]) -> Any:
+    """A ``collections.namedtuple`` of the given fields whose construction (``cls(...)``,
+    ``_make``, ``_replace``) converts each value as the field does.
+
+    Every field is required, in the given order (``init=False`` ones too); defaults
+    and init hooks of the source type do not take part.
+    """
+    from ..type_schema import TypeSchema
+
+    field_names: list[str] = [str(f.name) for f in fields]
+    tuple_cls: Any = _namedtuple_of(typename, field_names)
+    names = tuple_cls._fields
+    schemas = tuple(
+        f._ty_schema if f._ty_schema is not None else TypeSchema.from_annotation(f.type)
+        for f in fields
+    )
+    tuple_cls.__annotations__ = {str(f.name): f.type for f in fields if f.type is not None}
+    native_new = tuple_cls.__new__
+    native_make = tuple_cls._make.__func__
+    to_py = _core._to_py_class_value
+
+    @wraps(native_new)
+    def checked_new(cls: type, /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        raw = native_new(cls, *args, **kwargs)
+        values = []
+        for name, schema, value in zip(names, schemas, raw, strict=True):
+            try:
+                values.append(to_py(schema.convert(value)))
+            except TypeError as exc:
+                raise TypeError(f"{typename}.{name}: {exc}") from exc
+        return native_new(cls, *values)  # type: ignore[no-any-return]
+
+    def checked_make(cls: Any, iterable: Any) -> tuple[Any, ...]:
+        # The native _make skips __new__; its length check runs first.
+        return cls(*native_make(cls, iterable))  # type: ignore[no-any-return]
+
+    tuple_cls.__new__ = staticmethod(checked_new)
+    tuple_cls._make = classmethod(checked_make)
+    return tuple_cls
 
 
 def replace(obj: _T, /, **changes: Any) -> _T:

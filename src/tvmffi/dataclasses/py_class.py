@@ -162,16 +162,13 @@ def _resolve(annotation: Any, globalns: dict[str, Any], localns: dict[str, Any])
 
 
 def _schema_of(annotation: Any) -> Any:
-    """The annotation's TypeSchema where tvmffi.core.TypeSchema can build one."""
+    """The annotation's TypeSchema (``Any`` for a name not defined yet); an annotation
+    that names no FFI type raises ``TypeError``, as officially."""
     from ..type_schema import TypeSchema
 
-    from_annotation = getattr(TypeSchema, "from_annotation", None)
-    if from_annotation is None or annotation is None:
-        return None
-    try:
-        return from_annotation(annotation)
-    except Exception:
-        return None
+    if annotation is None:
+        return TypeSchema("Any")
+    return TypeSchema.from_annotation(annotation)
 
 
 def _field_for(owner: type, cls: type, name: str, init_props: dict[str, Any]) -> Field:
