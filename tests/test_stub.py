@@ -21,7 +21,7 @@ from tvmffi.stub.file_utils import FileInfo
 from tvmffi.stub.generator import get_generator
 from tvmffi.stub.layout import ByteRange, classify
 from tvmffi.stub.lib_state import collect_type_keys, object_info_from_type_key
-from tvmffi.stub.utils import ObjectInfo, Options
+from tvmffi.stub.utils import FuncInfo, ObjectInfo, Options
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(tvmffi.__file__)))
 B, E = C.PYTHON_SYNTAX.begin, C.PYTHON_SYNTAX.end
@@ -332,3 +332,98 @@ def test_rust_bad_directives_and_missing_types_are_errors(tmp_path: Path) -> Non
     assert run.returncode == 2
     assert "depends on `testing.TestCxxClassBase`, which this run does not ask for" in run.stdout
     assert lib.read_text(encoding="utf-8") == f"{RB} object/testing.TestCxxClassDerived\n{RE}\n"
+
+
+# ---- properties of the file model ----------------------------------------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# User text: anything on a line but a marker.
+_plain = st.text(
+    alphabet=st.characters(
+        blacklist_categories=("Cs",),
+        blacklist_characters="\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029",
+    ),
+    max_size=30,
+).filter(lambda s: "tvm-ffi-stubgen(" not in s)
+_indent = st.sampled_from(["", "  ", "    "])
+
+
+@st.composite
+def _marked_file(draw: st.DrawFn) -> list[str]:
+    lines: list[str] = []
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["plain", "block", "directive"]))
+        if kind == "plain":
+            lines.append(draw(_plain))
+        elif kind == "directive":
+            lines.append(draw(_indent) + f"{C.PYTHON_SYNTAX.ty_map} a.B -> c.D")
+        else:
+            pad = draw(_indent)
+            lines.append(pad + f"{B} global/testing")
+            lines += draw(st.lists(_plain, max_size=3))
+            lines.append(pad + E)
+    return lines
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines=_marked_file())
+def test_generation_never_touches_lines_outside_blocks(tmp_path: Path, lines: list[str]) -> None:
+    path = tmp_path / "prop.py"
+    text = "".join(line + "\n" for line in lines)
+    path.write_text(text, encoding="utf-8")
+    info = FileInfo.from_file(path, include_empty=True)
+    assert info is not None
+    assert [x for b in info.code_blocks for x in b.lines] == lines  # parsing loses nothing
+    python = get_generator("python")
+    funcs = {"testing": [_ADD_ONE]}
+    _stage_3(info, Options(dry_run=True), python.default_ty_map(), funcs, python)
+    assert _user_lines("\n".join(info.lines)) == _user_lines("\n".join(lines))
+    if any(line.strip().startswith(B) for line in lines):
+        assert any(x.endswith("    def add_one(_0: int, /) -> int: ...") for x in info.lines)
+    assert path.read_text(encoding="utf-8") == text  # a dry run writes nothing
+
+
+_ADD_ONE = FuncInfo.from_schema(
+    "testing.add_one",
+    TypeSchema.from_json_str(tvmffi.get_global_func_metadata("testing.add_one")["type_schema"]),
+)
+
+
+_marker_soup = st.lists(
+    st.one_of(
+        _plain,
+        st.sampled_from(
+            [
+                f"{B} global/x",
+                f"{B} object/a.B",
+                f"{B} import-section",
+                f"{B} bogus",
+                E,
+                f"{C.PYTHON_SYNTAX.prefix}",
+                f"{C.PYTHON_SYNTAX.prefix}x):",
+                f"{C.PYTHON_SYNTAX.prefix}a b): c",
+                C.PYTHON_SYNTAX.skip_file,
+            ]
+        ),
+    ),
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines=_marker_soup)
+def test_any_marker_soup_parses_or_names_the_line(tmp_path: Path, lines: list[str]) -> None:
+    path = tmp_path / "soup.py"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    try:
+        info = FileInfo.from_file(path)
+    except ValueError as err:
+        assert str(path.resolve()) in str(err) and "line" in str(err)
+    else:
+        if info is not None:
+            assert [x for b in info.code_blocks for x in b.lines] == lines

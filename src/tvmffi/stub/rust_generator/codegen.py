@@ -243,6 +243,8 @@ class _ObjectRenderer:
 
     def _optional_mirror(self, field: NamedTypeSchema, imports: RustImports) -> str | None:
         """An object payload is a nullable pointer; any other a 16-byte ``TVMFFIAny`` cell."""
+        if not field.args:
+            return None
         payload = field.args[0]
         if payload.origin == "Any":
             return None

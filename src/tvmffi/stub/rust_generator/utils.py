@@ -117,7 +117,7 @@ class RustImports:
 
 def render_rust_type(schema: TypeSchema, ty_render: TyRender) -> str | None:
     """``schema`` as a Rust value type, or ``None`` when it has none."""
-    origin, args = schema.origin, schema.args
+    origin, args = schema.origin, schema.args or ()  # None only for a bare `tuple`
     if origin in RC.RUST_UNSUPPORTED_ORIGINS:
         return None
     if origin in ("Array", "List"):
