@@ -29,6 +29,8 @@
  * or an eighth of a smaller thread's stack. */
 #define GUARD_RESERVE_BYTES (512 * 1024)
 #define IN_PROGRESS (-1)
+/* Values of up to this many objects are walked as trees, without a table. */
+#define TREE_BUDGET 512
 
 /* ---- pointer -> height table (open addressing, linear probing) ------------ */
 typedef struct {
@@ -107,23 +109,43 @@ typedef struct {
   int64_t height;          /* 1 + tallest child seen so far */
 } Frame;
 
+#define WALK_INLINE 32
 typedef struct {
   TVMFFIObject** kids;
   size_t nkids, kids_cap;
   Frame* path;
   size_t depth, path_cap;
   int skip_seq_ignored;
+  /* Small values fit these: no allocation on the common path. */
+  TVMFFIObject* kids_inline[WALK_INLINE];
+  Frame path_inline[WALK_INLINE];
 } Walk;
 
-static int grow(void** buf, size_t* cap, size_t need, size_t elem) {
+static void walk_init(Walk* w, int skip_ignored) {
+  w->kids = w->kids_inline;
+  w->path = w->path_inline;
+  w->kids_cap = w->path_cap = WALK_INLINE;
+  w->nkids = w->depth = 0;
+  w->skip_seq_ignored = skip_ignored;
+}
+
+static void walk_free(Walk* w) {
+  if (w->kids != w->kids_inline) PyMem_Free(w->kids);
+  if (w->path != w->path_inline) PyMem_Free(w->path);
+}
+
+/* Room for need elements in *buf (inline_buf, or the heap once it outgrows it). */
+static int grow(void** buf, void* inline_buf, size_t* cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;
-  size_t cap2 = *cap ? *cap : 16;
+  size_t cap2 = *cap * 2;
   while (cap2 < need) cap2 *= 2;
-  void* fresh = PyMem_Realloc(*buf, cap2 * elem);
+  void* fresh = PyMem_Malloc(cap2 * elem);
   if (fresh == NULL) {
     PyErr_NoMemory();
     return -1;
   }
+  memcpy(fresh, *buf, *cap * elem);
+  if (*buf != inline_buf) PyMem_Free(*buf);
   *buf = fresh;
   *cap = cap2;
   return 0;
@@ -132,7 +154,9 @@ static int grow(void** buf, size_t* cap, size_t need, size_t elem) {
 /* Records an object child (other values have no children to recurse into). */
 static int add_child(Walk* w, const TVMFFIAny* v) {
   if (v->type_index < kTVMFFIStaticObjectBegin || v->v_obj == NULL) return 0;
-  if (grow((void**)&w->kids, &w->kids_cap, w->nkids + 1, sizeof(TVMFFIObject*)) != 0) return -1;
+  if (grow((void**)&w->kids, w->kids_inline, &w->kids_cap, w->nkids + 1, sizeof(TVMFFIObject*))) {
+    return -1;
+  }
   w->kids[w->nkids++] = v->v_obj;
   return 0;
 }
@@ -230,8 +254,8 @@ static int add_children(Walk* w, TVMFFIObject* obj) {
 
 static int push(Walk* w, Table* t, TVMFFIObject* obj) {
   int inserted;
-  if (table_insert(t, obj, &inserted) == NULL) return -1;
-  if (grow((void**)&w->path, &w->path_cap, w->depth + 1, sizeof(Frame)) != 0) return -1;
+  if (t != NULL && table_insert(t, obj, &inserted) == NULL) return -1;
+  if (grow((void**)&w->path, w->path_inline, &w->path_cap, w->depth + 1, sizeof(Frame))) return -1;
   size_t begin = w->nkids;
   if (add_children(w, obj) != 0) return -1;
   w->path[w->depth++] = (Frame){obj, begin, begin, w->nkids, 1};
@@ -254,6 +278,25 @@ static int depth_error(int64_t limit) {
                "on this thread's stack",
                (long long)limit);
   return -1;
+}
+
+/* The fast path for small values: walk root as a tree (no table), at most
+ * budget nodes. 1: it fits (every path within limit); 0: undecided (too
+ * many nodes, too deep, or a cycle: graph_height tells which); -1: error. */
+static int tree_fits(Walk* w, TVMFFIObject* root, int64_t limit, int64_t budget) {
+  if (push(w, NULL, root) != 0) return -1;
+  while (w->depth > 0) {
+    Frame* top = &w->path[w->depth - 1];
+    if (top->next == top->end) {
+      w->nkids = top->begin;
+      --w->depth;
+      continue;
+    }
+    TVMFFIObject* child = w->kids[top->next++];
+    if ((int64_t)w->depth >= limit || --budget <= 0) return 0;
+    if (push(w, NULL, child) != 0) return -1;
+  }
+  return 1;
 }
 
 /* Height of the graph below root (1 for a childless object), or -1 with an
@@ -304,18 +347,29 @@ done:
 
 /* ---- the calling thread's stack ------------------------------------------- */
 /* Bytes of stack left below this frame, and the stack's whole size; -1 if unknown. */
+/* Each thread's stack bounds, asked once: pthread_getattr_np reads
+ * /proc/self/maps for the main thread (about a millisecond). */
+static _Thread_local char* t_stack_base;
+static _Thread_local int64_t t_stack_size = -2; /* -2: not asked yet, -1: unknown */
+
 static int64_t stack_left(int64_t* total) {
-  pthread_attr_t attr;
-  void* base = NULL;
-  size_t size = 0;
-  *total = -1;
-  if (pthread_getattr_np(pthread_self(), &attr) != 0) return -1;
-  int rc = pthread_attr_getstack(&attr, &base, &size);
-  pthread_attr_destroy(&attr);
-  if (rc != 0 || base == NULL) return -1;
+  if (t_stack_size == -2) {
+    pthread_attr_t attr;
+    void* base = NULL;
+    size_t size = 0;
+    t_stack_size = -1;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      if (pthread_attr_getstack(&attr, &base, &size) == 0 && base != NULL) {
+        t_stack_base = base;
+        t_stack_size = (int64_t)size;
+      }
+      pthread_attr_destroy(&attr);
+    }
+  }
+  *total = t_stack_size;
+  if (t_stack_size < 0) return -1;
   char here;
-  *total = (int64_t)size;
-  return (int64_t)(&here - (char*)base); /* the stack grows down towards base */
+  return (int64_t)(&here - t_stack_base); /* the stack grows down towards base */
 }
 
 /* The most levels a traversal needing bytes_per_level may nest here. */
@@ -344,12 +398,16 @@ static int is_plain_scalar(PyObject* v) {
 }
 
 static int check_handle(TVMFFIObject* obj, int64_t bytes_per_level, int skip_ignored) {
-  Walk w = {0};
-  w.skip_seq_ignored = skip_ignored;
-  int64_t h = graph_height(&w, obj, depth_limit(bytes_per_level));
-  PyMem_Free(w.kids);
-  PyMem_Free(w.path);
-  return h < 0 ? -1 : 0;
+  Walk w;
+  walk_init(&w, skip_ignored);
+  int64_t limit = depth_limit(bytes_per_level);
+  int rc = tree_fits(&w, obj, limit, TREE_BUDGET);
+  if (rc == 0) {
+    w.nkids = w.depth = 0;
+    rc = graph_height(&w, obj, limit) < 0 ? -1 : 1;
+  }
+  walk_free(&w);
+  return rc < 0 ? -1 : 0;
 }
 
 /* _graph_check(value, bytes_per_level, skip_seq_ignored): the value to pass
