@@ -202,3 +202,14 @@ def test_property_int_out_of_range_is_a_type_error(x: int) -> None:
 def test_property_union_list(values: list[Any]) -> None:
     out = list(roundtrip(A(list[int | str]), values))
     assert out == [int(v) if isinstance(v, bool) else v for v in values]
+
+
+def test_from_type_index_refuses_unknown_indices_without_aborting() -> None:
+    # The runtime aborts the process on type info of an unknown index: refused first.
+    assert TypeSchema.from_type_index(1).repr() == "int"
+    assert TypeSchema.from_type_index(71, (TypeSchema("int"),)).repr() == "Array[int]"
+    assert TypeSchema.from_type_index(78).to_json() == {"type": "ffi.BigInt"}
+    for bad in (14, 100, 99999):
+        with pytest.raises(ValueError, match=f"unknown type index {bad}"):
+            TypeSchema.from_type_index(bad)
+    assert tvmffi.core._lookup_type_attr(99999, "__ffi_repr__", ancestor=True) is None

@@ -132,8 +132,9 @@ def _object_type_index(value: Any) -> int | None:
 
 
 def _type_key_of_index(index: int) -> str:
-    from .object import _type_info_by_index
+    from .object import _check_type_index, _type_info_by_index
 
+    _check_type_index(index)
     return _type_info_by_index(index).type_key
 
 

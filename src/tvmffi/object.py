@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -321,6 +322,34 @@ class TypeInfo:
 
 
 _TYPE_INFO_CACHE: dict[int, TypeInfo] = {}
+
+
+_KNOWN_TYPE_INDICES: set[int] = set()
+_TYPE_INDEX_CHECK = threading.local()
+
+
+def _check_type_index(index: int) -> None:
+    """``ValueError`` unless runtime type ``index`` exists (for indices from outside).
+
+    The runtime aborts the process when asked for the type info of an unknown
+    index, so an index not met before is looked up among the registered types'
+    first (the set is rebuilt when a new type appears). The lookup's own result
+    (an Array) asks for type info of indices the runtime just handed out, which
+    exist: those nested questions are not checked again.
+    """
+    if index in _KNOWN_TYPE_INDICES or getattr(_TYPE_INDEX_CHECK, "busy", False):
+        return
+    _TYPE_INDEX_CHECK.busy = True
+    try:
+        keys = list(_cached_global_func("ffi.GetRegisteredTypeKeys")())
+    finally:
+        _TYPE_INDEX_CHECK.busy = False
+    for key in keys:
+        found = _core._type_key_to_index(str(key))
+        if found is not None:
+            _KNOWN_TYPE_INDICES.add(int(found))
+    if index not in _KNOWN_TYPE_INDICES:
+        raise ValueError(f"unknown type index {index}")
 
 
 def _type_info_by_index(index: int) -> TypeInfo:
@@ -686,7 +715,12 @@ def _lookup_type_attr(type_index: int, attr_key: str, ancestor: bool = False) ->
     value = _core._lookup_type_attr(type_index, attr_key)
     if value is not None or not ancestor:
         return value
-    for anc in reversed(_type_info_by_index(type_index).ancestors):
+    try:
+        _check_type_index(type_index)
+    except ValueError:  # no such type: no attribute, as officially
+        return None
+    ancestors = _type_info_by_index(type_index).ancestors
+    for anc in reversed(ancestors):
         value = _core._lookup_type_attr(anc, attr_key)
         if value is not None:
             return value

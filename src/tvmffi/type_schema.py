@@ -254,7 +254,10 @@ class TypeSchema:
 
     @staticmethod
     def from_type_index(type_index: int, args: tuple[TypeSchema, ...] = ()) -> TypeSchema:
-        """The schema of runtime type ``type_index`` (a value type or a registered object type)."""
+        """The schema of runtime type ``type_index`` (a value type or a registered object type).
+
+        An index no type has raises ``ValueError``.
+        """
         from ._type_converter import K_BIGINT, TYPE_INDEX_TO_ORIGIN, _type_key_of_index
 
         origin = TYPE_INDEX_TO_ORIGIN.get(type_index) or _type_key_of_index(type_index)
