@@ -29,63 +29,46 @@ static int any_field_set(void* field, const TVMFFIAny* value) {
   return 0;
 }
 
-/* ---- converting setter ------------------------------------------------------
- * A typed field's setter: a Function (field address, value) that passes the
- * value through the field's Python converter (its TypeSchema: int accepts a
- * bool, List[int] builds a List, a wrong type raises TypeError) and stores the
- * result. The runtime calls it for every write: the generated __ffi_init__,
- * defaults, FieldProperty assignment and other languages alike. */
-static int convert_store(PyObject* converter, const TVMFFIAny* args, int32_t nargs) {
-  if (nargs != 2 || args[0].type_index != kTVMFFIOpaquePtr || args[0].v_ptr == NULL) {
-    PyErr_SetString(PyExc_TypeError, "a field setter takes (field address, value)");
-    return -1;
-  }
-  PyObject* value = tvmffi_any_to_py_borrowed(&args[1]);
-  if (value == NULL) return -1;
-  PyObject* converted = PyObject_CallOneArg(converter, value);
-  Py_DECREF(value);
+/* ---- field conversion -------------------------------------------------------
+ * The runtime's ffi.MakeFieldSetter builds a typed field's setter from a
+ * converter pointer and this C function: every write (the generated
+ * __ffi_init__, defaults, FieldProperty assignment, other languages) passes
+ * the value through the field's Python converter (its TypeSchema: int accepts
+ * a bool, List[int] builds a List, a wrong type raises TypeError), then the
+ * runtime stores the result in the field's native layout. `converter` is a
+ * Python callable the Python layer keeps alive as long as the process (a type
+ * is never unregistered). 0, or -1 with the FFI error set. */
+static int convert_value(PyObject* converter, const TVMFFIAny* value, TVMFFIAny* result) {
+  PyObject* py = tvmffi_any_to_py_borrowed(value);
+  if (py == NULL) return -1;
+  PyObject* converted = PyObject_CallOneArg(converter, py);
+  Py_DECREF(py);
   if (converted == NULL) return -1;
-  TVMFFIAny owned;
-  int rc = tvmffi_py_to_owned_any(converted, &owned);
+  int rc = tvmffi_py_to_owned_any(converted, result);
   Py_DECREF(converted);
-  if (rc != 0) return -1;
-  TVMFFIAny* slot = args[0].v_ptr;
-  TVMFFIAny old = *slot;
-  *slot = owned;
-  tvmffi_any_release(&old);
-  return 0;
+  return rc;
 }
 
-static int converting_setter_call(void* self, const TVMFFIAny* args, int32_t nargs,
-                                  TVMFFIAny* result) {
+static int py_class_f_convert(void* converter, const TVMFFIAny* value, TVMFFIAny* result) {
   result->type_index = kTVMFFINone;
   result->zero_padding = 0;
   result->v_int64 = 0;
   int held = tvmffi_holds_gil();
   if (!held && TVMFFI_PY_UNUSABLE()) {
-    TVMFFIErrorSetRaisedFromCStr("RuntimeError", "Python field setter called after interpreter exit");
+    TVMFFIErrorSetRaisedFromCStr("RuntimeError", "Python field converter called after exit");
     return -1;
   }
   PyGILState_STATE gil = held ? PyGILState_UNLOCKED : PyGILState_Ensure();
-  int rc = convert_store((PyObject*)self, args, nargs) == 0 ? 0 : tvmffi_set_ffi_error_from_py();
+  int rc = convert_value((PyObject*)converter, value, result) == 0 ? 0 : tvmffi_set_ffi_error_from_py();
   if (!held) PyGILState_Release(gil);
   return rc;
 }
 
-/* _py_class_field_setter(converter) -> Function */
-static PyObject* py_field_setter(PyObject* self, PyObject* converter) {
+/* _py_class_convert_address() -> int: the f_convert argument of ffi.MakeFieldSetter */
+static PyObject* py_convert_address(PyObject* self, PyObject* unused) {
   (void)self;
-  if (!PyCallable_Check(converter)) {
-    return PyErr_Format(PyExc_TypeError, "converter must be callable, got %.200s",
-                        Py_TYPE(converter)->tp_name);
-  }
-  TVMFFIObjectHandle h;
-  Py_INCREF(converter); /* released by the Function's deleter */
-  if (TVMFFIFunctionCreate(converter, converting_setter_call, tvmffi_release_py_object, &h) != 0) {
-    Py_DECREF(converter);
-    return tvmffi_raise_ffi_error();
-  }
-  return tvmffi_function_wrap_owned(h);
+  (void)unused;
+  return PyLong_FromVoidPtr((void*)(uintptr_t)&py_class_f_convert);
 }
 
 static int key_arg(PyObject* s, TVMFFIByteArray* out) {
@@ -115,23 +98,27 @@ static PyObject* py_alloc_type(PyObject* self, PyObject* args) {
   return PyLong_FromLong(index);
 }
 
-/* _py_class_register_field(type_index, name, doc, metadata, flags, offset, default, setter)
- * One Any-stored field at `offset`. `flags` are the reflection flag bits
- * (writable is implied); `default` is the default value or factory Function
- * (used when flags has HasDefault); `setter` is a Function (ptr, value) that
- * converts before storing, or None for the plain Any store. The type table
- * copies the strings and keeps its own references to default and setter. */
+/* _py_class_register_field(type_index, name, doc, metadata, flags, offset, size, alignment,
+ *                          static_type_index, default, getter, setter)
+ * One field at `offset` in the native layout the Python layer computed.
+ * `getter` is a TVMFFIFieldGetter address (ffi.MakeFieldGetter) or 0 for an
+ * Any-stored field's plain read; `setter` the Function ffi.MakeFieldSetter
+ * made, or None for an Any-stored field's plain store (no conversion).
+ * `default` (used when flags has HasDefault) is the default value or factory
+ * Function. The type table copies the strings and keeps its own references. */
 static PyObject* py_register_field(PyObject* self, PyObject* args) {
   (void)self;
-  int index;
-  long long flags, offset;
-  PyObject *name, *doc, *metadata, *dflt, *setter;
-  if (!PyArg_ParseTuple(args, "iUUULLOO", &index, &name, &doc, &metadata, &flags, &offset, &dflt,
-                        &setter)) {
+  int index, static_index;
+  long long flags, offset, size, alignment;
+  PyObject *name, *doc, *metadata, *dflt, *getter, *setter;
+  if (!PyArg_ParseTuple(args, "iUUULLLLiOOO", &index, &name, &doc, &metadata, &flags, &offset,
+                        &size, &alignment, &static_index, &dflt, &getter, &setter)) {
     return NULL;
   }
-  if (offset < (long long)sizeof(TVMFFIObject) || offset % 8 != 0) {
-    return PyErr_Format(PyExc_ValueError, "bad field offset %lld", offset);
+  if (offset < (long long)sizeof(TVMFFIObject) || size <= 0 || alignment <= 0 ||
+      offset % alignment != 0) {
+    return PyErr_Format(PyExc_ValueError, "bad field layout: offset %lld size %lld align %lld",
+                        offset, size, alignment);
   }
   TVMFFIFieldInfo info;
   memset(&info, 0, sizeof(info));
@@ -140,12 +127,22 @@ static PyObject* py_register_field(PyObject* self, PyObject* args) {
     return NULL;
   }
   info.flags = (int64_t)flags | kTVMFFIFieldFlagBitMaskWritable;
-  info.size = sizeof(TVMFFIAny);
-  info.alignment = 8;
+  info.size = size;
+  info.alignment = alignment;
   info.offset = offset;
-  info.getter = any_field_get;
+  info.field_static_type_index = static_index;
+  void* getter_addr = PyLong_AsVoidPtr(getter);
+  if (getter_addr == NULL && PyErr_Occurred()) return NULL;
+  int plain_any = static_index == kTVMFFIAny && size == (long long)sizeof(TVMFFIAny);
+  if (getter_addr == NULL || setter == Py_None) {
+    if (!plain_any) {
+      return PyErr_Format(PyExc_ValueError,
+                          "field '%U' of static type %d needs the runtime's getter and setter",
+                          name, static_index);
+    }
+  }
+  info.getter = getter_addr != NULL ? (TVMFFIFieldGetter)getter_addr : any_field_get;
   info.setter = (void*)any_field_set;
-  info.field_static_type_index = kTVMFFIAny;
   if (setter != Py_None) {
     if (!PyObject_TypeCheck(setter, &TVMFFIFunctionType)) {
       return PyErr_Format(PyExc_TypeError, "field setter must be a Function, got %.200s",
@@ -226,8 +223,10 @@ static PyObject* py_register_attr(PyObject* self, PyObject* args) {
 static PyMethodDef py_class_methods[] = {
     {"_py_class_alloc_type", py_alloc_type, METH_VARARGS, "(type_key, parent_index) -> index"},
     {"_py_class_register_field", py_register_field, METH_VARARGS,
-     "(index, name, doc, metadata, flags, offset, default, setter)"},
-    {"_py_class_field_setter", py_field_setter, METH_O, "(converter) -> Function"},
+     "(index, name, doc, metadata, flags, offset, size, alignment, static_index, default, "
+     "getter, setter)"},
+    {"_py_class_convert_address", py_convert_address, METH_NOARGS,
+     "() -> address of the f_convert function for ffi.MakeFieldSetter"},
     {"_py_class_register_metadata", py_register_metadata, METH_VARARGS,
      "(index, total_size, structural_eq_hash_kind, doc)"},
     {"_py_class_register_method", py_register_method, METH_VARARGS,

@@ -167,8 +167,12 @@ static PyObject* fprop_get(PyObject* op, PyObject* obj, PyObject* type) {
   }
 }
 
-static int fprop_write(FieldProperty* self, PyObject* obj, PyObject* value) {
-  if (!(self->field->flags & kTVMFFIFieldFlagBitMaskWritable) || self->field->setter == NULL) {
+/* Writes through the field's setter; `force` (the .set() escape hatch, as the
+ * official FFIProperty.set) also writes a field registered read-only, which
+ * plain assignment refuses. A field without a setter is never written. */
+static int fprop_write(FieldProperty* self, PyObject* obj, PyObject* value, int force) {
+  if ((!force && !(self->field->flags & kTVMFFIFieldFlagBitMaskWritable)) ||
+      self->field->setter == NULL) {
     PyErr_Format(PyExc_AttributeError, "field '%U' is read-only", self->name);
     return -1;
   }
@@ -187,17 +191,17 @@ static int fprop_set(PyObject* op, PyObject* obj, PyObject* value) {
     PyErr_Format(PyExc_AttributeError, "cannot assign to field '%U': it is frozen", self->name);
     return -1;
   }
-  return fprop_write(self, obj, value);
+  return fprop_write(self, obj, value, 0);
 }
 
-/* FFIProperty.set(obj, value): the escape hatch past `frozen` (replace(),
- * construction code); a field without a setter stays read-only. */
+/* FFIProperty.set(obj, value): the escape hatch past `frozen` and read-only
+ * (replace(), construction code); a field without a setter stays unwritable. */
 static PyObject* fprop_set_method(PyObject* op, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 2) {
     PyErr_Format(PyExc_TypeError, "set() takes 2 arguments (obj, value), got %zd", nargs);
     return NULL;
   }
-  if (fprop_write((FieldProperty*)op, args[0], args[1]) != 0) return NULL;
+  if (fprop_write((FieldProperty*)op, args[0], args[1], 1) != 0) return NULL;
   Py_RETURN_NONE;
 }
 

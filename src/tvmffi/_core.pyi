@@ -234,10 +234,14 @@ def _py_class_register_field(
     metadata: str,
     flags: int,
     offset: int,
+    size: int,
+    alignment: int,
+    static_type_index: int,
     default: Any,
+    getter: int,
     setter: Function | None,
 ) -> None: ...
-def _py_class_field_setter(converter: Callable[[Any], Any]) -> Function: ...
+def _py_class_convert_address() -> int: ...
 def _py_class_register_metadata(type_index: int, total_size: int, kind: int, doc: str) -> None: ...
 def _py_class_register_method(
     type_index: int, name: str, func: Function, is_static: bool, doc: str

@@ -41,7 +41,6 @@ _KW_ONLY = 1 << 10
 _SEQ_DEF_SIMPLE = 1 << 12
 
 _OBJECT_HEADER_SIZE = 24  # sizeof(TVMFFIObject)
-_ANY_SIZE = 16  # every Python-defined field is stored as an owned Any
 
 _STRUCTURAL_EQ_FLAGS = {
     None: 0,
@@ -62,9 +61,12 @@ def register_py_class(parent_info: TypeInfo, type_key: str, cls: type) -> TypeIn
         raise TypeError(f"type_key must be a non-empty str, got {type_key!r}")
     if not isinstance(parent_info, TypeInfo):
         raise TypeError(f"parent_info must be a TypeInfo, got {type(parent_info).__name__}")
-    if _core._type_key_to_index(type_key) is not None:
+    index = _core._type_key_to_index(type_key)
+    if index is None:
+        index = _core._py_class_alloc_type(type_key, parent_info.type_index)
+    elif _RETRYABLE.get(type_key) != (index, parent_info.type_index):
         raise ValueError(f"type key {type_key!r} is already registered")
-    index = _core._py_class_alloc_type(type_key, parent_info.type_index)
+    _RETRYABLE.pop(type_key, None)
     ancestors = (*parent_info.ancestors, parent_info.type_index)
     info = TypeInfo(index, type_key, ancestors, None, ())
     _TYPE_INFO_CACHE[index] = info
@@ -76,11 +78,20 @@ def register_py_class(parent_info: TypeInfo, type_key: str, cls: type) -> TypeIn
     return info
 
 
+# Type keys of failed decorations that registered nothing with the runtime but the type:
+# key -> (type index, parent index); a retry under the same parent takes the type back.
+_RETRYABLE: dict[str, tuple[int, int]] = {}
+
+
 def unregister_py_class(cls: type, info: TypeInfo) -> None:
     """Undo the Python side of :func:`register_py_class` (a failed decoration).
 
-    The runtime keeps the type key (type indices are never freed).
+    The runtime keeps the type (type indices are never freed); when no field was
+    registered for it, a new decoration with the same key and parent reuses it.
     """
+    runtime_fields = _core._type_info(info.type_index, MISSING)[3]
+    if not runtime_fields and info.parent_type_index is not None:
+        _RETRYABLE[info.type_key] = (info.type_index, info.parent_type_index)
     if _REGISTERED.get(info.type_index) is cls:
         del _REGISTERED[info.type_index]
         _core.unregister_object_class(info.type_index)
@@ -134,19 +145,56 @@ def _field_default(f: Any) -> Any:
     return None if f.default is MISSING else f.default
 
 
-def _field_setter(f: Any) -> Any:
-    """The converting setter of a typed field (``None``: an ``Any`` field stores values as
-    they are). Conversion is the field's TypeSchema's, as for the official binding."""
+# Native layout of a field by its schema's origin: (size, alignment, static type index),
+# as the official binding lays Python-defined fields out; other origins are objects
+# (an ObjectRef, 8 bytes). str/bytes/Optional/Union may hold inline values: Any.
+_K_ANY = -1
+_K_OBJECT = 64
+_NATIVE_LAYOUT: dict[str, tuple[int, int, int]] = {
+    "int": (8, 8, 1),
+    "float": (8, 8, 3),
+    "bool": (1, 1, 2),
+    "ctypes.c_void_p": (8, 8, 4),
+    "dtype": (4, 2, 5),
+    "Device": (8, 4, 6),
+    "Any": (16, 8, _K_ANY),
+    "str": (16, 8, _K_ANY),
+    "bytes": (16, 8, _K_ANY),
+    "Optional": (16, 8, _K_ANY),
+    "Union": (16, 8, _K_ANY),
+}
+
+# Field converters, referenced (not owned) by the runtime's setters: a type is never
+# unregistered, so they live as long as the process.
+_CONVERTERS: list[Any] = []
+
+
+def _layout(f: Any) -> tuple[int, int, int]:
+    origin = getattr(f._ty_schema, "origin", "Any")
+    return _NATIVE_LAYOUT.get(origin, (8, 8, _K_OBJECT))
+
+
+def _getter_and_setter(f: Any, static_index: int) -> tuple[int, Any]:
+    """The runtime's getter (an address) and converting setter (a Function) for a field of
+    ``static_index``; ``(0, None)`` for an untyped (``Any``) field, stored as given."""
     schema = f._ty_schema
     if schema is None or getattr(schema, "origin", "Any") == "Any":
-        return None
+        return 0, None
     convert = schema.convert
     to_py = _core._to_py_class_value
 
     def converter(value: Any) -> Any:
         return to_py(convert(value))
 
-    return _core._py_class_field_setter(converter)
+    _CONVERTERS.append(converter)
+    getter = int(_cached_global_func("ffi.MakeFieldGetter")(static_index))
+    setter = _cached_global_func("ffi.MakeFieldSetter")(
+        # id() is the object's address in CPython: the runtime calls back with it.
+        static_index,
+        id(converter),
+        _core._py_class_convert_address(),
+    )
+    return getter, setter
 
 
 def register_fields(info: TypeInfo, fields: list[Any], structure_kind: int | None = None) -> None:
@@ -165,8 +213,11 @@ def register_fields(info: TypeInfo, fields: list[Any], structure_kind: int | Non
             raise TypeError(f"every field needs a name to be registered, got {name!r}")
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate field names in {info.type_key!r}: {names}")
-    offset = (_fields_end(info.parent_type_info) + 7) & ~7
+    offset = _fields_end(info.parent_type_info)
     for f in fields:
+        size, alignment, static_index = _layout(f)
+        offset = (offset + alignment - 1) & ~(alignment - 1)
+        getter, setter = _getter_and_setter(f, static_index)
         _core._py_class_register_field(
             info.type_index,
             f.name,
@@ -174,11 +225,15 @@ def register_fields(info: TypeInfo, fields: list[Any], structure_kind: int | Non
             _schema_json(f),
             _field_flags(f),
             offset,
+            size,
+            alignment,
+            static_index,
             _field_default(f),
-            _field_setter(f),
+            getter,
+            setter,
         )
-        offset += _ANY_SIZE
-    total_size = max(offset, _OBJECT_HEADER_SIZE)
+        offset += size
+    total_size = max((offset + 7) & ~7, _OBJECT_HEADER_SIZE)
     _cached_global_func("ffi._PyClassRegisterTypeAttrColumns")(info.type_index, total_size)
     if structure_kind:
         _core._py_class_register_metadata(info.type_index, total_size, int(structure_kind), "")

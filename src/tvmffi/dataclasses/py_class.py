@@ -318,7 +318,10 @@ def py_class(
 
     def decorator(cls: _T) -> _T:
         if not isinstance(cls, type) or not issubclass(cls, _core.Object):
-            raise TypeError(f"py_class expects a subclass of tvmffi.Object, got {cls!r}")
+            raise TypeError(
+                f"{getattr(cls, '__name__', cls)!r} must inherit from a registered FFI Object "
+                "type (e.g. tvmffi.Object); py_class expects a subclass of tvmffi.Object"
+            )
         key = key_holder[0] or f"{cls.__module__}.{cls.__qualname__}"
         info = _registration.register_py_class(_parent_info(cls), key, cls)
         info._decorator_args = dict(params)
