@@ -169,6 +169,26 @@ def test_a_bad_file_fails_the_run_but_not_the_others(tmp_path: Path) -> None:
     assert "def add_one" in good.read_text(encoding="utf-8")
 
 
+def test_unparsable_files_and_libraries_fail_the_run_naming_them(tmp_path: Path) -> None:
+    nested = tmp_path / "nested.py"
+    nested.write_text(f"{B} global/testing\n{B} global/testing\n{E}\n", encoding="utf-8")
+    binary = tmp_path / "binary.py"
+    binary.write_bytes(b"\xff\xfe" + f"{B} global/testing\n{E}\n".encode())
+    good = tmp_path / "good.py"
+    good.write_text(f"{B} global/testing\n{E}\n", encoding="utf-8")
+    run = _stubgen(str(tmp_path))
+    # Unlike the official tool (exit 0), a file skipped because it cannot be parsed fails the run.
+    assert run.returncode == 2
+    assert f'[Failed] File "{nested}": ' in run.stdout and "Nested stub" in run.stdout
+    assert f'[Failed] File "{binary}": ' in run.stdout
+    assert "def add_one" in good.read_text(encoding="utf-8")
+    assert nested.read_text(encoding="utf-8").count(B) == 2  # left as it was
+    run = _stubgen("--dlls", str(tmp_path / "no_such_lib.so"), str(good))
+    assert run.returncode == 2 and "no_such_lib.so" in run.stdout
+    run = _stubgen("--imports", "no_such_module_xyz", str(good))
+    assert run.returncode == 2 and "no_such_module_xyz" in run.stdout
+
+
 def test_unknown_directive_and_unregistered_type_are_errors(tmp_path: Path) -> None:
     path = tmp_path / "mod.py"
     path.write_text(f"{C.PYTHON_SYNTAX.directive('bogus')} x\n", encoding="utf-8")

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from ..core import _object_type_key_to_index
 from . import consts as C
-from .file_utils import CodeBlock, FileInfo, _write_atomic, collect_files, syntax_for
+from .file_utils import CodeBlock, FileInfo, _collect_files, _write_atomic, syntax_for
 from .generator import Generator, generator_names, get_generator
 from .layout import classify, write_coverage_report
 from .lib_state import (
@@ -48,10 +48,14 @@ def __main__() -> int:
     """
     opt = _parse_args()
     generator = get_generator(opt.target)
-    for name in opt.imports:
-        importlib.import_module(name)
-    dlls = [ctypes.CDLL(lib) for lib in opt.dlls]  # kept loaded for the run
-    files = collect_files([Path(f) for f in opt.files], generator.source_exts)
+    try:
+        for name in opt.imports:
+            importlib.import_module(name)
+        dlls = [ctypes.CDLL(lib) for lib in opt.dlls]  # kept loaded for the run
+    except (ImportError, OSError) as err:
+        print(f"{C.TERM_RED}[Failed] cannot load what --imports/--dlls name: {err}{C.TERM_RESET}")
+        return 2
+    files, failed = _collect_files([Path(f) for f in opt.files], generator.source_exts)
     global_funcs = collect_global_funcs()
     init_path: Path | None = None
     if opt.files:
@@ -60,7 +64,6 @@ def __main__() -> int:
             init_path = init_path.parent
 
     ty_map = generator.default_ty_map()
-    failed = 0
     for file in files:
         failed += not _guarded(file, _stage_1, file, ty_map)[0]
 

@@ -204,8 +204,13 @@ def collect_files(paths: list[Path], source_exts: Collection[str]) -> list[FileI
 
     A file named explicitly is always read; a directory is walked recursively
     for files whose lower-cased extension is in ``source_exts``. A file that
-    fails to parse is reported on stdout and left out.
+    fails to parse is reported on stdout, naming it, and left out.
     """
+    return _collect_files(paths, source_exts)[0]
+
+
+def _collect_files(paths: list[Path], source_exts: Collection[str]) -> tuple[list[FileInfo], int]:
+    """:func:`collect_files`, and how many files failed to parse."""
     exts = {e.lower() for e in source_exts}
     found: list[Path] = []
     for p in paths:
@@ -215,15 +220,20 @@ def collect_files(paths: list[Path], source_exts: Collection[str]) -> list[FileI
         for root, _dirs, names in path_walk(p, on_error=_report_error):
             found.extend(root / n for n in names if Path(n).suffix.lower() in exts)
     files: list[FileInfo] = []
+    failed = 0
     for path in sorted(found, key=str):
         try:
             info = FileInfo.from_file(path)
-        except Exception as err:
+        except (ValueError, OSError) as err:  # a bad marker, bad UTF-8, unreadable
+            failed += 1
+            print(f'{C.TERM_RED}[Failed] File "{path}": {err}{C.TERM_RESET}', flush=True)
+        except Exception as err:  # reported; the run goes on
+            failed += 1
             _report_error(err)
         else:
             if info is not None:
                 files.append(info)
-    return files
+    return files, failed
 
 
 def _report_error(err: BaseException) -> None:
