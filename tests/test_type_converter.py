@@ -213,3 +213,12 @@ def test_from_type_index_refuses_unknown_indices_without_aborting() -> None:
         with pytest.raises(ValueError, match=f"unknown type index {bad}"):
             TypeSchema.from_type_index(bad)
     assert tvmffi.core._lookup_type_attr(99999, "__ffi_repr__", ancestor=True) is None
+
+
+def test_field_setter_form_carries_only_the_reason() -> None:
+    from tvmffi._type_converter import convert_field_value
+
+    assert _to_py_class_value(convert_field_value(A(list[int]), [1, True])) == [1, 1]
+    with pytest.raises(TypeError) as info:
+        convert_field_value(A(list[int]), [1, None])
+    assert str(info.value) == "element [1]: expected int, got None"

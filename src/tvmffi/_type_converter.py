@@ -793,6 +793,22 @@ def convert(schema: TypeSchema, value: Any, what: str) -> CAny:
         raise TypeError(f"{what} failed for {schema!r}: {err.message}") from None
 
 
+def convert_field_value(schema: TypeSchema, value: Any) -> CAny:
+    """``value`` converted to ``schema`` for a typed field's setter.
+
+    Like :meth:`TypeSchema.convert`, but the ``TypeError`` carries only the
+    converter's reason (``element [1]: expected int, got None``), without the
+    ``type conversion failed for ...:`` prefix: the official field setters
+    report it that way, under their own ``field 'name':`` line.
+    """
+    try:
+        return dispatch_with_protocols(converter_of(schema), value)[0]
+    except RecursionError:
+        raise TypeError("infinite __tvm_ffi_value__ cycle detected") from None
+    except ConvertError as err:
+        raise TypeError(err.message) from None
+
+
 # ---- annotations -------------------------------------------------------------------
 
 
