@@ -8,6 +8,8 @@ tvmffi's implementation of it, re-exported; blocks are grouped by area.
 
 from __future__ import annotations
 
+from typing import Any
+
 # ---- functions, registry, errors, conversion (w13c) -------------------------
 from . import _core
 from ._core import _OPAQUE_PTR_HANDLERS, CAny, Function, Object, _to_py_class_value
@@ -60,6 +62,13 @@ def _lookup_or_register_type_info_from_type_key(type_key: str) -> TypeInfo:
 
 
 KWARGS = _kwargs_marker()
+
+
+def _register_type_attr(type_index: int, attr_key: str, value: Any) -> None:
+    """Set type attribute ``attr_key`` of type ``type_index`` (``TVMFFITypeRegisterAttr``)."""
+    _core._py_class_register_attr(type_index, attr_key, value)
+
+
 """The runtime's marker between positional and keyword arguments (``ffi.GetKwargsObject``)."""
 
 
@@ -95,6 +104,7 @@ __all__ = [
     "_lookup_type_attr",
     "_object_type_key_to_index",
     "_register_py_class",
+    "_register_type_attr",
     "_to_py_class_value",
     "_type_cls_to_type_info",
     "from_dlpack",
