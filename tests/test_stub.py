@@ -108,6 +108,22 @@ def test_generates_stubs_keeps_user_code_and_is_idempotent(tmp_path: Path) -> No
     assert _stubgen("--check", str(path)).returncode == 0
 
 
+def test_writes_go_through_symlinks_and_new_files_get_the_umask_mode(tmp_path: Path) -> None:
+    from tvmffi.stub.file_utils import _write_atomic
+
+    real = tmp_path / "real.py"
+    real.write_text("old\n", encoding="utf-8")
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    _write_atomic(link, "new\n")
+    assert link.is_symlink() and real.read_text(encoding="utf-8") == "new\n"
+    mask = os.umask(0o022)
+    os.umask(mask)
+    fresh = tmp_path / "fresh.json"
+    _write_atomic(fresh, "{}\n")
+    assert fresh.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
 def test_check_reports_a_stale_file_without_writing(tmp_path: Path) -> None:
     path = tmp_path / "mod.py"
     path.write_text(USER_FILE, encoding="utf-8")

@@ -177,17 +177,28 @@ def _parse_blocks(lines: list[str], syntax: C.MarkerSyntax) -> list[CodeBlock]:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    """Replace ``path``'s content with ``text`` so that no reader sees a partial file."""
+    """Replace ``path``'s content with ``text`` so that no reader sees a partial file.
+
+    The text goes to a temporary file beside it, renamed over it; the file keeps
+    its mode (a new one gets the usual ``0o666 & ~umask``). A symlink is written
+    through, not replaced.
+    """
+    path = Path(os.path.realpath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _print_diff(old: tuple[str, ...], new: tuple[str, ...]) -> None:
