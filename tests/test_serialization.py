@@ -138,3 +138,12 @@ def test_deep_graph_text_raises_recursion_error() -> None:
         from_json_graph_str(_graph(n, nodes))
     shared = [{"type": "int", "data": 1}, {"type": "ffi.Array", "data": [0, 0, 0]}]
     assert list(from_json_graph_str(_graph(1, shared))) == [1, 1, 1]
+
+
+def test_graph_text_in_any_node_order() -> None:
+    # Parents before children (the runtime writes children first): the general check.
+    nodes = [{"type": "ffi.Array", "data": [1, 2]}, {"type": "int", "data": 7}, {"type": "None"}]
+    assert list(from_json_graph_str(_graph(0, nodes))) == [7, None]
+    # A cycle among nodes the root does not reach is never decoded: accepted.
+    nodes.append({"type": "ffi.Array", "data": [3]})
+    assert list(from_json_graph_str(_graph(0, nodes))) == [7, None]

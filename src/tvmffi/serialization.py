@@ -80,25 +80,42 @@ def _check_graph_text(text: str) -> None:
     _check_graph_nodes(nodes, root, _core._depth_limit(_DECODE_LEVEL_BYTES))
 
 
-def _node_refs(node: Any, field_cache: dict[str, frozenset[str] | None]) -> list[Any]:
-    """The node indices a node's data refers to (non-int entries are the decoder's to report)."""
-    if not isinstance(node, dict):
-        return []
-    key, data = node.get("type"), node.get("data")
-    if not isinstance(key, str) or key in _LITERAL_KEYS:
-        return []
-    if key in _SEQUENCE_KEYS:
-        return list(data) if isinstance(data, list) else []
-    if key == _MAP_KEY:
-        if isinstance(data, list) and len(data) % 2:
-            raise ValueError("Invalid JSON graph: an ffi.Map node has an odd number of entries")
-        return list(data) if isinstance(data, list) else []
-    if key not in field_cache:
-        field_cache[key] = _reference_fields(key)
-    names = field_cache[key]
-    if names is None or not isinstance(data, dict):
-        return []
-    return [data[n] for n in names if n in data]
+def _all_node_refs(nodes: list[Any]) -> list[list[int]]:
+    """Per node, the node indices its data refers to (entries that are not ints are the
+    decoder's to report). One loop with the per-type rule looked up once per type key."""
+    rules: dict[Any, Any] = {k: None for k in _LITERAL_KEYS}
+    for k in _SEQUENCE_KEYS:
+        rules[k] = _SEQUENCE_KEYS
+    rules[_MAP_KEY] = _MAP_KEY
+    out: list[list[int]] = []
+    append = out.append
+    for node in nodes:
+        if type(node) is not dict:
+            append([])
+            continue
+        key = node.get("type")
+        try:
+            rule = rules[key]
+        except KeyError:
+            rule = rules[key] = _reference_fields(key) if isinstance(key, str) else None
+        except TypeError:  # an unhashable "type": the decoder reports it
+            rule = None
+        if rule is None:
+            append([])
+            continue
+        data = node.get("data")
+        if rule is _SEQUENCE_KEYS or rule is _MAP_KEY:
+            if type(data) is not list:
+                append([])
+                continue
+            if rule is _MAP_KEY and len(data) % 2:
+                raise ValueError("Invalid JSON graph: an ffi.Map node has an odd number of entries")
+            append([r for r in data if type(r) is int])
+        elif type(data) is dict:
+            append([r for n in rule if type(r := data.get(n)) is int])
+        else:
+            append([])
+    return out
 
 
 def _reference_fields(type_key: str) -> frozenset[str] | None:
@@ -113,50 +130,56 @@ def _reference_fields(type_key: str) -> frozenset[str] | None:
 
 
 def _check_graph_nodes(nodes: list[Any], root: int, limit: int) -> None:
-    """Every reachable index in range, no cycle, and no path longer than ``limit``."""
+    """Every index reachable from ``root`` in range, no cycle, no path longer than ``limit``."""
     count = len(nodes)
-    done: set[int] = set()
+    if not 0 <= root < count:
+        raise ValueError(f"Invalid JSON graph: node index {root} out of range [0, {count})")
+    refs = _all_node_refs(nodes)
+    # The runtime writes children before their parents: then one forward pass gives every
+    # node's height and proves there is no cycle. Other texts take the general walk.
+    height = [0] * count
+    for i, kids in enumerate(refs):
+        h = 0
+        for k in kids:
+            if not 0 <= k < i:
+                _check_graph_walk(refs, root, limit)
+                return
+            if height[k] > h:
+                h = height[k]
+        height[i] = h + 1
+    if height[root] > limit:
+        raise RecursionError("JSON graph nested too deeply to decode on this thread's stack")
+
+
+def _check_graph_walk(refs: list[list[int]], root: int, limit: int) -> None:
+    """Iterative DFS from ``root``: indices in range, no cycle, heights within ``limit``."""
+    count = len(refs)
+    height: dict[int, int] = {}  # of the nodes done
     on_path: set[int] = set()
-    height: dict[int, int] = {}
-    field_cache: dict[str, frozenset[str] | None] = {}
-
-    def index_of(ref: Any) -> int | None:
-        if type(ref) is not int:
-            return None
-        if not 0 <= ref < count:
-            raise ValueError(f"Invalid JSON graph: node index {ref} out of range [0, {count})")
-        return ref
-
-    start = index_of(root)
-    if start is None:
-        return
-    # Iterative DFS: each frame is (node index, its child indices, position of the next).
-    stack: list[tuple[int, list[int], int]] = []
-
-    def enter(i: int) -> None:
-        kids = [k for k in map(index_of, _node_refs(nodes[i], field_cache)) if k is not None]
-        on_path.add(i)
-        stack.append((i, kids, 0))
-        if len(stack) > limit:
-            raise RecursionError("JSON graph nested too deeply to decode on this thread's stack")
-
-    enter(start)
+    stack: list[tuple[int, int]] = [(root, 0)]  # (node, position of its next child)
+    on_path.add(root)
     while stack:
-        i, kids, pos = stack[-1]
+        i, pos = stack[-1]
+        kids = refs[i]
         if pos == len(kids):
             stack.pop()
             on_path.discard(i)
-            done.add(i)
-            h = 1 + max((height[k] for k in kids), default=0)
-            height[i] = h
+            h = height[i] = 1 + max((height[k] for k in kids), default=0)
             if h > limit:
                 raise RecursionError(
                     "JSON graph nested too deeply to decode on this thread's stack"
                 )
             continue
-        stack[-1] = (i, kids, pos + 1)
+        stack[-1] = (i, pos + 1)
         k = kids[pos]
+        if not 0 <= k < count:
+            raise ValueError(f"Invalid JSON graph: node index {k} out of range [0, {count})")
         if k in on_path:
             raise ValueError(f"Invalid JSON graph: node {k} refers to itself (a cycle)")
-        if k not in done:
-            enter(k)
+        if k not in height:
+            on_path.add(k)
+            stack.append((k, 0))
+            if len(stack) > limit:
+                raise RecursionError(
+                    "JSON graph nested too deeply to decode on this thread's stack"
+                )
