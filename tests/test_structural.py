@@ -496,3 +496,26 @@ def test_depth_limit_follows_the_stack() -> None:
     assert 0 < small < 512 < main
     with pytest.raises(ValueError, match="bytes_per_level"):
         tvmffi._core._depth_limit(0)
+
+
+def test_back_pointer_in_ignored_field_is_not_a_cycle() -> None:
+    from tvmffi.dataclasses import field, py_class
+
+    @py_class("test_structural.TreeNode", structural_eq="tree")
+    class TreeNode(tvmffi.Object):
+        value: int
+        children: list  # type: ignore[type-arg]
+        parent: tvmffi.Object | None = field(structural_eq="ignore", default=None)
+
+    root = TreeNode(1, [])
+    root.children = [TreeNode(2, [], root)]  # child -> parent -> root: ignored by traversals
+    assert tvmffi.structural_equal(root, root)
+    assert tvmffi.structural_hash(root) == tvmffi.structural_hash(root)
+    seen: list[int] = []
+    tvmffi.structural_walk(root, (int, seen.append))
+    assert seen == [1, 2]  # field order: value, then the children
+    mapped = tvmffi.structural_map(root, (int, lambda v: v * 10))
+    assert mapped.value == 10 and mapped.children[0].value == 20
+    # The JSON graph writes every field: there it is a cycle.
+    with pytest.raises(ValueError, match="Cycle detected"):
+        tvmffi.serialization.to_json_graph_str(root)

@@ -71,7 +71,9 @@ _BASE_CLASS_KEYS: dict[Any, str] = {
 # The runtime's traversals recurse on the C stack once per level of nesting and have no
 # cycle check: every value they get goes through _check first (ValueError for a cycle,
 # RecursionError when it would not fit this thread's stack), given these estimates of
-# the stack each level takes (about 2.5x what the runtime's worst case measured).
+# the stack each level takes (about 2.5x what the runtime's worst case measured). Fields
+# marked structural_eq="ignore" are skipped, as every structural traversal skips them
+# (a parent back-pointer there is not a cycle for them).
 _check = _core._graph_check
 _HASH_LEVEL_BYTES = 1024  # structural hash, StructuralKey: ~230 bytes measured
 _EQ_LEVEL_BYTES = 2048  # structural equal and mismatch: ~850
@@ -224,7 +226,7 @@ class StructuralVisitor(Object):
 
     def visit(self, value: Any) -> VisitInterrupt | None:
         """Visit ``value`` through this visitor's callbacks; a :class:`VisitInterrupt` stops."""
-        value = _check(value, _TRAVERSE_LEVEL_BYTES, False)
+        value = _check(value, _TRAVERSE_LEVEL_BYTES, True)
         return _StructuralVisitorVisit(self, value)  # type: ignore[no-any-return]
 
     def default_visit(self, value: Any) -> VisitInterrupt | None:
@@ -233,7 +235,7 @@ class StructuralVisitor(Object):
         The callbacks are bypassed for ``value`` itself, not for its children. Never
         call it on the value whose own ``__s_visit__`` hook is running (that recurses).
         """
-        value = _check(value, _TRAVERSE_LEVEL_BYTES, False)
+        value = _check(value, _TRAVERSE_LEVEL_BYTES, True)
         return _StructuralVisitorDefaultVisit(self, value)  # type: ignore[no-any-return]
 
     def def_region_kind(self) -> DefRegionKind:
@@ -254,13 +256,13 @@ class StructuralMutator(Object):
 
     def mutate(self, value: Any) -> Any:
         """``value`` mutated through the callbacks (a copy where anything changed)."""
-        value = _check(value, _TRAVERSE_LEVEL_BYTES, False)
+        value = _check(value, _TRAVERSE_LEVEL_BYTES, True)
         return _StructuralMutatorMutate(self, value)
 
     def default_mutate(self, value: Any) -> Any:
         """``value`` mutated by its registered/reflected default, bypassing the callbacks
         for ``value`` itself (its children go through them)."""
-        value = _check(value, _TRAVERSE_LEVEL_BYTES, False)
+        value = _check(value, _TRAVERSE_LEVEL_BYTES, True)
         return _StructuralMutatorDefaultMutate(self, value)
 
     def var_remap_get(self, var: Object) -> Any | None:
@@ -393,7 +395,7 @@ def _with_region_kind(fn: Callable[..., Any]) -> Callable[[Any, int], Any]:
 
 def _checked_result(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` whose result is checked like a traversal root before the runtime descends it."""
-    return lambda *args: _check(fn(*args), _TRAVERSE_LEVEL_BYTES, False)
+    return lambda *args: _check(fn(*args), _TRAVERSE_LEVEL_BYTES, True)
 
 
 def _typed_with_region_kind(callbacks: Any, api_name: str) -> list[tuple[int, Callable[..., Any]]]:
@@ -441,7 +443,7 @@ def structural_walk(
     order_index = _order_index(order, "structural_walk")
     plain = _typed(callbacks, "structural_walk")
     regioned = _typed_with_region_kind(with_def_region_kind, "structural_walk")
-    root = _check(root, _TRAVERSE_LEVEL_BYTES, False)
+    root = _check(root, _TRAVERSE_LEVEL_BYTES, True)
     return _StructuralWalk(root, plain, regioned, order_index)  # type: ignore[no-any-return]
 
 
@@ -454,7 +456,7 @@ def structural_visit(root: Any, callbacks: _Callbacks = ()) -> VisitInterrupt | 
     Returns ``None``, or the :class:`VisitInterrupt` that stopped the visit.
     """
     entries = _typed(callbacks, "structural_visit")
-    root = _check(root, _TRAVERSE_LEVEL_BYTES, False)
+    root = _check(root, _TRAVERSE_LEVEL_BYTES, True)
     return _StructuralVisit(root, entries)  # type: ignore[no-any-return]
 
 
@@ -471,7 +473,7 @@ def structural_mutate(root: Any, callbacks: _Callbacks = ()) -> Any:
         (index, fn, _accepts_inplace_mode(fn))
         for index, fn in _typed(callbacks, "structural_mutate")
     ]
-    root = _check(root, _TRAVERSE_LEVEL_BYTES, False)
+    root = _check(root, _TRAVERSE_LEVEL_BYTES, True)
     return _StructuralMutate(root, entries)
 
 
@@ -494,5 +496,5 @@ def structural_map(
         (i, _checked_result(fn))
         for i, fn in _typed_with_region_kind(with_def_region_kind, "structural_map")
     ]
-    root = _check(root, _TRAVERSE_LEVEL_BYTES, False)
+    root = _check(root, _TRAVERSE_LEVEL_BYTES, True)
     return _StructuralMap(root, plain, regioned, order_index)
