@@ -296,3 +296,80 @@ def test_typed_fields_convert_and_failed_decoration_retries() -> None:
         @py_class(k)
         class Again(Object):
             n: int
+
+
+def test_enums_are_runtime_singletons() -> None:
+
+    from tvmffi.dataclasses import Enum, IntEnum, StrEnum, auto, entry
+
+    class Act(Enum, type_key=key("Act")):
+        arity: int = 0
+        relu: ClassVar[Act] = entry(arity=1)  # type: ignore[assignment]
+        add = entry(arity=2)
+        noop = auto()
+
+    assert list(Act) == [Act.relu, Act.add, Act.noop] and len(Act) == 3
+    assert (Act.add._int_index, Act.add._str_index, Act.add.arity) == (1, "add", 2)
+    assert Act(0).same_as(Act.relu) and Act("noop").same_as(Act.noop)
+    with pytest.raises(ValueError, match="not a valid Act"):
+        Act(9)
+    with pytest.raises(AttributeError):
+        Act.relu.arity = 3  # type: ignore[misc]
+    # The state lives in the runtime's type table, where other languages read it.
+    state = tvmffi.core._lookup_type_attr(tvmffi.get_type_info(Act).type_index, "__ffi_enum__")
+    assert state.indexes["add"].same_as(Act.add)
+    assert copy.deepcopy(Act.add).same_as(Act.add)
+
+    class Pri(IntEnum, type_key=key("Pri")):
+        low = entry(value=10)
+        high = 20
+
+    class Op(StrEnum, type_key=key("Op")):
+        plus = entry(value="+")
+
+    assert Pri.high == 20 and Pri(10).same_as(Pri.low) and hash(Pri.low) == hash(10)
+    # A StrEnum variant's name and value are both its string index (officially).
+    assert Op.plus == "+" and Op.plus.name == "+" and repr(Op.plus) == "Op.+"
+    with pytest.raises(OverflowError):
+        Pri.get(1 << 70)
+    with pytest.raises(TypeError, match="value must be int"):
+
+        class Bad(IntEnum, type_key=key("BadPri")):
+            x = entry(value="s")
+
+    @py_class(key("Instr"))
+    class Instr(Object):
+        pri: Pri
+        op: Op
+
+    ins = Instr(20, "+")  # raw payloads become their variants
+    assert ins.pri.same_as(Pri.high) and ins.op.same_as(Op.plus)
+    ins.pri = 10
+    assert ins.pri.same_as(Pri.low)
+    with pytest.raises(TypeError):
+        ins.pri = 99
+    held = T._TestCxxEnumHolder(priority=10, opcode="*")
+    assert held.priority.same_as(T._TestCxxIntEnum.low)
+    assert held.opcode.same_as(T._TestCxxStrEnum.mul)
+
+
+def test_parent_type_attrs_inherit_by_the_class_lists() -> None:
+    @py_class(key("AttrParent"))
+    class Parent(Object):
+        __ffi_type_attr_names__ = ("__test_hook__",)
+        __ffi_inherit_type_attrs__ = ("__test_hook__",)
+
+        def __test_hook__(self) -> int:
+            return 11
+
+    @py_class(key("AttrChild"))
+    class Child(Parent):
+        value: int
+
+    @py_class(key("AttrOptOut"))
+    class OptOut(Parent):
+        __ffi_inherit_type_attrs__ = ()
+
+    lookup = tvmffi.core._lookup_type_attr
+    assert lookup(tvmffi.get_type_info(Child).type_index, "__test_hook__")(Child(7)) == 11
+    assert lookup(tvmffi.get_type_info(OptOut).type_index, "__test_hook__") is None

@@ -70,6 +70,53 @@ def _pack_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
     return packed
 
 
+def _payload_enum_normalizers(type_info: TypeInfo) -> dict[str, Callable[[Any], Any]]:
+    """For each init field typed as an IntEnum/StrEnum, a function that turns a raw
+    payload (``10``, ``"+"``) into its variant, as the field's converter does; a C++
+    field's setter would not."""
+    from . import dataclasses as dc
+    from ._type_converter import convert_field_value
+    from .object import _REGISTERED
+
+    out: dict[str, Callable[[Any], Any]] = {}
+    for f in _chain_fields(type_info):
+        ty = f.ty if f.c_init else None
+        target = _REGISTERED.get(getattr(ty, "origin_type_index", -1)) if ty else None
+        if isinstance(target, type) and issubclass(target, (dc.IntEnum, dc.StrEnum)):
+
+            def normalize(value: Any, schema: Any = ty) -> Any:
+                return _core._to_py_class_value(convert_field_value(schema, value))
+
+            out[f.name] = normalize
+    return out
+
+
+def _normalizing(
+    type_info: TypeInfo, normalizers: dict[str, Callable[[Any], Any]]
+) -> Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Arguments with payload-enum fields normalized: positional ones in the order the
+    runtime binds them (required positional fields, then defaulted ones)."""
+    positional = [f for f in _chain_fields(type_info) if f.c_init and not f.c_kw_only]
+    order = [f.name for f in positional if not f.c_has_default]
+    order += [f.name for f in positional if f.c_has_default]
+
+    def apply(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        new_args = (
+            tuple(
+                normalizers[name](v) if name in normalizers else v
+                for name, v in zip(order, args, strict=False)
+            )
+            + args[len(order) :]
+        )
+        new_kwargs = {
+            k: normalizers[k](v) if k in normalizers and v is not MISSING else v
+            for k, v in kwargs.items()
+        }
+        return new_args, new_kwargs
+
+    return apply
+
+
 def _make_init(
     type_cls: type, type_info: TypeInfo, ffi_init: Any, py_class_mode: bool = False
 ) -> Callable[..., None]:
@@ -99,8 +146,12 @@ def _make_init(
             finish(self)
 
     else:
+        normalizers = _payload_enum_normalizers(type_info)
+        normalize = _normalizing(type_info, normalizers) if normalizers else None
 
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            if normalize is not None:
+                args, kwargs = normalize(args, kwargs)
             if type_info is not getattr(type(self), "__tvm_ffi_type_info__", None):
                 raise TypeError(
                     f"Calling `super().__init__()` is not supported for @c_class "

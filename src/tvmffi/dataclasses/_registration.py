@@ -180,11 +180,12 @@ def _getter_and_setter(f: Any, static_index: int) -> tuple[int, Any]:
     schema = f._ty_schema
     if schema is None or getattr(schema, "origin", "Any") == "Any":
         return 0, None
-    convert = schema.convert
+    from .._type_converter import convert_field_value
+
     to_py = _core._to_py_class_value
 
     def converter(value: Any) -> Any:
-        return to_py(convert(value))
+        return to_py(convert_field_value(schema, value))
 
     _CONVERTERS.append(converter)
     getter = int(_cached_global_func("ffi.MakeFieldGetter")(static_index))

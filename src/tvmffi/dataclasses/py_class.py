@@ -90,11 +90,54 @@ def _is_method_marked(value: Any) -> bool:
     return callable(value) and getattr(value, "__ffi_method__", False) is True
 
 
-def _type_attr_names(cls: type) -> frozenset[str]:
+# Parent type attributes a subtype copies unless it names its own list.
+_DEFAULT_INHERIT_TYPE_ATTRS = (
+    "__s_equal__",
+    "__s_hash__",
+    "__s_visit__",
+    "__data_to_json__",
+    "__data_from_json__",
+)
+
+
+def _type_attr_options(cls: type) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The names the class registers as type attributes (the runtime's hooks plus its
+    ``__ffi_type_attr_names__``) and those it copies from its parent
+    (``__ffi_inherit_type_attrs__``, by default the structural and serialization hooks).
+    Both lists follow the MRO, so an extension base class declares them once."""
     extra = getattr(cls, "__ffi_type_attr_names__", ())
-    if not isinstance(extra, (tuple, list)) or not all(isinstance(n, str) for n in extra):
-        raise TypeError("TypeAttr registration lists must be tuples or lists of strings")
-    return _FFI_TYPE_ATTR_NAMES | frozenset(extra)
+    inherited = getattr(cls, "__ffi_inherit_type_attrs__", _DEFAULT_INHERIT_TYPE_ATTRS)
+    for value in (extra, inherited):
+        if not isinstance(value, (tuple, list)) or not all(isinstance(n, str) for n in value):
+            raise TypeError("TypeAttr registration lists must be tuples or lists of strings")
+    return _FFI_TYPE_ATTR_NAMES | frozenset(extra) | frozenset(inherited), tuple(inherited)
+
+
+def _type_attr_names(cls: type) -> frozenset[str]:
+    return _type_attr_options(cls)[0]
+
+
+def _inherited_type_attrs(cls: type, info: TypeInfo, names: tuple[str, ...]) -> list[Any]:
+    """``(name, value, True)`` for each of ``names`` the class body does not define, taken
+    from the nearest ancestor type having it (a class body that defines the name, even
+    as ``None``, stops the search)."""
+    from ..object import _lookup_type_attr
+
+    entries: list[Any] = []
+    for name in names:
+        if name in cls.__dict__:
+            continue
+        parent = info.parent_type_info
+        while parent is not None:
+            value = _lookup_type_attr(parent.type_index, name)
+            if value is not None:
+                entries.append((name, value, True))
+                break
+            parent_cls = parent.type_cls
+            if parent_cls is not None and name in parent_cls.__dict__:
+                break
+            parent = parent.parent_type_info
+    return entries
 
 
 def _collect_py_methods(
@@ -191,7 +234,10 @@ def _resolve_fields(cls: type, params: dict[str, Any]) -> tuple[list[Field], dic
     """The class's own :class:`Field` list (completed) and its init-property functions."""
     globalns = dict(getattr(sys.modules.get(cls.__module__), "__dict__", {}))
     owners = _owners(cls)
-    localns = {o.__name__: o for o in owners}
+    # Names resolve as in the module, then among the module's py_class types (classes
+    # defined in a function body, not module globals), then the owners themselves.
+    localns = dict(_PY_CLASSES_BY_MODULE.get(cls.__module__, {}))
+    localns.update({o.__name__: o for o in owners})
     localns[cls.__name__] = cls
     kw_only_active = bool(params["kw_only"])
     found: dict[str, Field] = {}
@@ -217,14 +263,11 @@ def _resolve_fields(cls: type, params: dict[str, Any]) -> tuple[list[Field], dic
             if f.hash is None:
                 f.hash = f.compare
             found[name] = f
-    own = list(found.values())
-    for f in own:
-        if f.extra_kwargs:
-            raise TypeError(
-                f"{cls.__name__}.{f.name}: unrecognized field options: "
-                + ", ".join(sorted(f.extra_kwargs))
-            )
-    return own, init_props
+    return list(found.values()), init_props
+
+
+# module name -> {class name: class} of every @py_class type, for annotation lookup.
+_PY_CLASSES_BY_MODULE: dict[str, dict[str, type]] = {}
 
 
 def _parent_info(cls: type) -> TypeInfo:
@@ -247,11 +290,19 @@ def _finish(cls: type, info: TypeInfo, params: dict[str, Any]) -> None:
     ]
     for hook in hooks:
         hook(info, own_fields)
+    for f in own_fields:  # a field-resolution hook consumes the options meant for it
+        if f.extra_kwargs:
+            raise TypeError(
+                f"{cls.__name__}.{f.name}: unrecognized field options: "
+                + ", ".join(sorted(f.extra_kwargs))
+            )
     if init_props:
         cls.__ffi_init_property_funcs__ = init_props  # type: ignore[attr-defined]
     info._register_fields(own_fields, _STRUCTURE_KIND_MAP[params["structural_eq"]])
-    attr_names = _type_attr_names(cls)
-    info._register_py_methods(_collect_py_methods(cls) or [], type_attr_names=attr_names)
+    attr_names, inherited = _type_attr_options(cls)
+    methods = _collect_py_methods(cls) or []
+    methods.extend(_inherited_type_attrs(cls, info, inherited))
+    info._register_py_methods(methods, type_attr_names=attr_names)
     _registration.add_class_attrs(cls, info, type_attr_names=attr_names)
     _install_dataclass_dunders(
         cls,
@@ -325,10 +376,14 @@ def py_class(
         key = key_holder[0] or f"{cls.__module__}.{cls.__qualname__}"
         info = _registration.register_py_class(_parent_info(cls), key, cls)
         info._decorator_args = dict(params)
+        _PY_CLASSES_BY_MODULE.setdefault(cls.__module__, {})[cls.__name__] = cls
         try:
             _finish(cls, info, params)
         except BaseException:
             _registration.unregister_py_class(cls, info)
+            module_classes = _PY_CLASSES_BY_MODULE.get(cls.__module__, {})
+            if module_classes.get(cls.__name__) is cls:
+                del module_classes[cls.__name__]
             raise
         cls.__ffi_is_dataclass__ = True  # type: ignore[attr-defined]
         return cls
