@@ -463,3 +463,33 @@ def test_any_marker_soup_parses_or_names_the_line(tmp_path: Path, lines: list[st
     else:
         if info is not None:
             assert [x for b in info.code_blocks for x in b.lines] == lines
+
+
+@pytest.mark.parametrize("target", ["python", "rust"])
+def test_tvm_ir_bindings_match_the_official_generator(tmp_path: Path, target: str) -> None:
+    """A real client's registry (Apache TVM's `ir` namespace): every object and function."""
+    pytest.importorskip("tvm")
+    official = shutil.which("tvm-ffi-stubgen", path=os.path.dirname(sys.executable))
+    if official is None:
+        pytest.skip("the official tvm-ffi-stubgen script is not installed")
+    args = ["--target", target, "--imports", "tvm"]
+    args += ["--init-pypkg", "x", "--init-lib", "y", "--init-prefix", "ir"]
+    out: dict[str, dict[str, str]] = {}
+    for who in ("ours", "theirs"):
+        root = tmp_path / who
+        (root / "src").mkdir(parents=True)
+        (root / "Cargo.toml").write_text("", encoding="utf-8")
+        dest = str(root / "src")
+        if who == "ours":
+            run = _stubgen(*args, dest)
+            assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        else:
+            subprocess.run([official, *args, dest], capture_output=True, check=True, timeout=300)
+        out[who] = {
+            str(p.relative_to(root)): p.read_text(encoding="utf-8")
+            for p in sorted(root.rglob("*"))
+            if p.is_file()
+        }
+    assert out["ours"] == out["theirs"]
+    api = out["ours"]["src/ir/_ffi_api.py" if target == "python" else "src/ir/mod.rs"]
+    assert api.count("tvm-ffi-stubgen(begin): object/ir.") > 20
