@@ -147,3 +147,21 @@ def test_graph_text_in_any_node_order() -> None:
     # A cycle among nodes the root does not reach is never decoded: accepted.
     nodes.append({"type": "ffi.Array", "data": [3]})
     assert list(from_json_graph_str(_graph(0, nodes))) == [7, None]
+
+
+def test_pickle_goes_through_the_checked_json_graph() -> None:
+    import pickle
+
+    pair = tvmffi.testing.TestIntPair(3, 4)
+    back = pickle.loads(pickle.dumps(pair))
+    assert (back.a, back.b) == (3, 4)
+    lst = List([1])
+    lst.append(lst)
+    with pytest.raises(ValueError, match="Cycle detected"):
+        pickle.dumps(lst)
+    # A tampered pickle state with a self-referencing graph is refused, not decoded.
+    reduced = Array([1]).__reduce__()
+    state = {"handle": _graph(0, [{"type": "ffi.Array", "data": [0]}])}
+    obj = reduced[0](*reduced[1])
+    with pytest.raises(ValueError, match="refers to itself"):
+        obj.__setstate__(state)

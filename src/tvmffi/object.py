@@ -655,17 +655,23 @@ def _new_object(cls: Any) -> Any:
 
 
 def _reduce_hook(obj: Object) -> tuple[Any, ...]:
-    """``__reduce__`` of every object: the runtime's JSON graph (``ffi.ToJSONGraphString``)."""
+    """``__reduce__`` of every object: the runtime's JSON graph (``serialization``'s, so a
+    cyclic or too deep object raises instead of overflowing the runtime's stack)."""
     if obj.__chandle__() == 0:
         return (_new_object, (type(obj),), {"handle": None})
-    text = str(_cached_global_func("ffi.ToJSONGraphString")(obj, None))
-    return (_new_object, (type(obj),), {"handle": text})
+    from .serialization import to_json_graph_str  # it imports this module
+
+    return (_new_object, (type(obj),), {"handle": to_json_graph_str(obj)})
 
 
 def _setstate_hook(obj: Object, state: Any) -> None:
     """``__setstate__``: rebuild the handle from the JSON graph of ``_reduce_hook``."""
     handle = state.get("handle") if isinstance(state, dict) else None
     if handle is not None:
+        from .serialization import _check_graph_text  # it imports this module
+
+        if isinstance(handle, str):
+            _check_graph_text(handle)  # the runtime's decoder trusts the text's indices
         _core._init_handle(obj, _cached_global_func("ffi.FromJSONGraphString"), handle)
 
 

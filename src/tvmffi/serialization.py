@@ -34,6 +34,12 @@ _MAP_KEY = "ffi.Map"
 _LITERAL_KEYS = frozenset(
     {"None", "bool", "int", "float", "DataType", "Device", "ffi.String", "ffi.Bytes", "ffi.Shape"}
 )
+# How each builtin node type refers to others (object types are added per call).
+_BUILTIN_RULES: dict[Any, Any] = {
+    **dict.fromkeys(_LITERAL_KEYS),
+    **dict.fromkeys(_SEQUENCE_KEYS, _SEQUENCE_KEYS),
+    _MAP_KEY: _MAP_KEY,
+}
 # Field types the encoder writes inline; fields of other types hold node indices.
 _INLINE_FIELD_TYPES = frozenset({0, 1, 2, 3, 5})  # None, int, bool, float, DataType
 
@@ -83,10 +89,7 @@ def _check_graph_text(text: str) -> None:
 def _all_node_refs(nodes: list[Any]) -> list[list[int]]:
     """Per node, the node indices its data refers to (entries that are not ints are the
     decoder's to report). One loop with the per-type rule looked up once per type key."""
-    rules: dict[Any, Any] = {k: None for k in _LITERAL_KEYS}
-    for k in _SEQUENCE_KEYS:
-        rules[k] = _SEQUENCE_KEYS
-    rules[_MAP_KEY] = _MAP_KEY
+    rules = _BUILTIN_RULES.copy()  # object types' rules are looked up afresh on each call
     out: list[list[int]] = []
     append = out.append
     for node in nodes:
