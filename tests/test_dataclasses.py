@@ -373,3 +373,15 @@ def test_parent_type_attrs_inherit_by_the_class_lists() -> None:
     lookup = tvmffi.core._lookup_type_attr
     assert lookup(tvmffi.get_type_info(Child).type_index, "__test_hook__")(Child(7)) == 11
     assert lookup(tvmffi.get_type_info(OptOut).type_index, "__test_hook__") is None
+
+
+def test_c_class_enum_field_assignment_normalizes_payloads() -> None:
+    held = T._TestCxxEnumHolder(priority=T._TestCxxIntEnum.low, opcode="+")
+    held.priority = 20
+    held.opcode = "*"
+    assert held.priority.same_as(T._TestCxxIntEnum.high)
+    assert held.opcode.same_as(T._TestCxxStrEnum.mul)
+    with pytest.raises(TypeError, match="expected"):
+        held.priority = 99
+    assert held.priority.same_as(T._TestCxxIntEnum.high)  # unchanged
+    assert replace(held, opcode="+").opcode.same_as(T._TestCxxStrEnum.add)

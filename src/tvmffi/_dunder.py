@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -70,19 +71,29 @@ def _pack_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
     return packed
 
 
-def _payload_enum_normalizers(type_info: TypeInfo) -> dict[str, Callable[[Any], Any]]:
+def _payload_enum_normalizers(
+    type_info: TypeInfo, *, own_only: bool = False, init_only: bool = True
+) -> dict[str, Callable[[Any], Any]]:
     """For each init field typed as an IntEnum/StrEnum, a function that turns a raw
     payload (``10``, ``"+"``) into its variant, as the field's converter does; a C++
     field's setter would not."""
-    from . import dataclasses as dc
     from ._type_converter import convert_field_value
     from .object import _REGISTERED
 
+    enum_module = sys.modules.get("tvmffi.dataclasses.enum")
+    payload_bases = tuple(
+        base
+        for base in (getattr(enum_module, "IntEnum", None), getattr(enum_module, "StrEnum", None))
+        if isinstance(base, type)
+    )
+    if not payload_bases:  # no enum class exists yet (the enum module is being imported)
+        return {}
+
     out: dict[str, Callable[[Any], Any]] = {}
-    for f in _chain_fields(type_info):
-        ty = f.ty if f.c_init else None
+    for f in type_info.fields or () if own_only else _chain_fields(type_info):
+        ty = f.ty if f.c_init or not init_only else None
         target = _REGISTERED.get(getattr(ty, "origin_type_index", -1)) if ty else None
-        if isinstance(target, type) and issubclass(target, (dc.IntEnum, dc.StrEnum)):
+        if isinstance(target, type) and issubclass(target, payload_bases):
 
             def normalize(value: Any, schema: Any = ty) -> Any:
                 return _core._to_py_class_value(convert_field_value(schema, value))
@@ -227,10 +238,10 @@ def _make_replace() -> Callable[..., Any]:
         obj = copy_copy(self)
         cls = type(obj)
         for key, value in changes.items():
-            desc = getattr(cls, key, None)
-            if not isinstance(desc, _core.FieldProperty):
+            setter = getattr(getattr(cls, key, None), "set", None)
+            if setter is None:
                 raise TypeError(f"{cls.__name__}.__replace__() got an unexpected field {key!r}")
-            desc.set(obj, value)
+            setter(obj, value)
         return obj
 
     return __replace__

@@ -170,9 +170,10 @@ class FieldInfo:
     def field_static_type_index(self) -> int:
         return self.static_type_index
 
-    @property
+    @functools.cached_property
     def ty(self) -> Any:
-        """The field's :class:`TypeSchema` (from its ``type_schema`` metadata), or ``None``."""
+        """The field's :class:`TypeSchema` (from its ``type_schema`` metadata), or ``None``;
+        parsed once."""
         schema = self.metadata.get("type_schema")
         if schema is None:
             return None

@@ -12,12 +12,12 @@ import inspect
 import typing
 import warnings
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from typing_extensions import dataclass_transform
 
 from .. import _core
-from .._dunder import _find_ffi_init, _install_dataclass_dunders
+from .._dunder import _find_ffi_init, _install_dataclass_dunders, _payload_enum_normalizers
 from ..object import TypeInfo, register_object
 from ._registration import add_type_attr_class_attrs, install_ffi_init_attr
 from .field import Field, _field_converter, field
@@ -50,10 +50,51 @@ def _attach_field_objects(cls: type, type_info: TypeInfo, *, frozen: bool = Fals
             compare=tf.c_compare,
             kw_only=tf.c_kw_only,
             structural_eq=tf.c_structural_eq,
-            doc=tf.doc or None,
+            doc=tf.doc,
         )
         f.type = hints.get(tf.name)
         tf.dataclass_field = f
+
+
+class _PayloadEnumProperty:
+    """The descriptor of a C++ field typed as an IntEnum/StrEnum: a raw payload (``20``,
+    ``"*"``) assigned to it becomes its variant first (the C++ setter takes only the
+    variant object); otherwise the field's own descriptor does the work."""
+
+    __slots__ = ("_field", "_normalize")
+
+    def __init__(self, field_property: Any, normalize: Callable[[Any], Any]) -> None:
+        self._field = field_property
+        self._normalize = normalize
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self if obj is None else self._field.__get__(obj, owner)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        self._field.__set__(obj, self._normalize(value))
+
+    def __delete__(self, obj: Any) -> None:
+        self._field.__delete__(obj)
+
+    def set(self, obj: Any, value: Any) -> None:
+        """Write the field, also when frozen (``FFIProperty.set``)."""
+        self._field.set(obj, self._normalize(value))
+
+    @property
+    def name(self) -> str:
+        return str(self._field.name)
+
+    @property
+    def frozen(self) -> bool:
+        return bool(self._field.frozen)
+
+    @property
+    def fget(self) -> Any:
+        return self._field.fget
+
+    @property
+    def fset(self) -> Any:
+        return None if self._field.fset is None else self.set
 
 
 def _warn_missing_field_annotations(cls: type, type_info: TypeInfo, *, stacklevel: int) -> None:
@@ -111,6 +152,11 @@ def c_class(
                 own = cls.__dict__.get(tf.name)
                 if own is None or isinstance(own, _core.FieldProperty):
                     setattr(cls, tf.name, tf.as_property(cls))
+        enum_fields = _payload_enum_normalizers(type_info, own_only=True, init_only=False)
+        for name, normalize in enum_fields.items():
+            own = cls.__dict__.get(name)
+            if isinstance(own, _core.FieldProperty):
+                setattr(cls, name, _PayloadEnumProperty(own, normalize))
         add_type_attr_class_attrs(cls, type_info, _FFI_TYPE_ATTR_NAMES)
         ffi_init = _find_ffi_init(type_info)
         if ffi_init is not None and "__ffi_init__" not in cls.__dict__:
