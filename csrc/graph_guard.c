@@ -29,8 +29,10 @@
  * or an eighth of a smaller thread's stack. */
 #define GUARD_RESERVE_BYTES (512 * 1024)
 #define IN_PROGRESS (-1)
-/* Values of up to this many objects are walked as trees, without a table. */
-#define TREE_BUDGET 512
+/* Values of up to this many object visits are walked as trees, without a
+ * table (a DAG counts a shared node once per path to it; past the budget, or
+ * on a cycle, the memoised walk decides). */
+#define TREE_BUDGET (1 << 16)
 
 /* ---- pointer -> height table (open addressing, linear probing) ------------ */
 typedef struct {
