@@ -183,18 +183,20 @@ static PyObject* py_register_metadata(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
-/* _py_class_register_method(type_index, name, func, is_static, doc) */
+/* _py_class_register_method(type_index, name, func, is_static, doc, metadata="")
+ * metadata: the method's reflection metadata JSON (its type_schema). */
 static PyObject* py_register_method(PyObject* self, PyObject* args) {
   (void)self;
   int index, is_static;
-  PyObject *name, *func, *doc;
-  if (!PyArg_ParseTuple(args, "iUO!pU", &index, &name, &TVMFFIFunctionType, &func, &is_static,
-                        &doc)) {
+  PyObject *name, *func, *doc, *metadata = NULL;
+  if (!PyArg_ParseTuple(args, "iUO!pU|U", &index, &name, &TVMFFIFunctionType, &func, &is_static,
+                        &doc, &metadata)) {
     return NULL;
   }
   TVMFFIMethodInfo info;
   memset(&info, 0, sizeof(info));
   if (key_arg(name, &info.name) != 0 || key_arg(doc, &info.doc) != 0) return NULL;
+  if (metadata != NULL && key_arg(metadata, &info.metadata) != 0) return NULL;
   info.flags = is_static ? kTVMFFIFieldFlagBitMaskIsStaticMethod : 0;
   TVMFFIObjectHandle h = tvmffi_object_handle(func);
   if (h == NULL) return NULL;
@@ -230,7 +232,7 @@ static PyMethodDef py_class_methods[] = {
     {"_py_class_register_metadata", py_register_metadata, METH_VARARGS,
      "(index, total_size, structural_eq_hash_kind, doc)"},
     {"_py_class_register_method", py_register_method, METH_VARARGS,
-     "(index, name, func, is_static, doc)"},
+     "(index, name, func, is_static, doc, metadata='')"},
     {"_py_class_register_attr", py_register_attr, METH_VARARGS, "(index, name, value)"},
     {NULL, NULL, 0, NULL},
 };

@@ -385,3 +385,35 @@ def test_c_class_enum_field_assignment_normalizes_payloads() -> None:
         held.priority = 99
     assert held.priority.same_as(T._TestCxxIntEnum.high)  # unchanged
     assert replace(held, opcode="+").opcode.same_as(T._TestCxxStrEnum.add)
+
+
+def test_method_signature_published_as_type_schema() -> None:
+    import json
+
+    from tvmffi.dataclasses import method
+
+    @py_class(key("Meth"))
+    class M(Object):
+        value: int
+
+        @method
+        def scaled(self, k: int) -> float:
+            return self.value * k / 2
+
+        @method
+        def packed(self, *args: int) -> int:
+            return len(args)
+
+    methods = {m.name: m for m in tvmffi.get_type_info(M).methods}
+    schema = methods["scaled"].metadata["type_schema"]
+    schema = json.loads(schema) if isinstance(schema, str) else schema
+    assert schema["type"] == "Callable"
+    assert [a["type"] for a in schema["named_args"]["params"]] == [
+        M.__tvm_ffi_type_info__.type_key,
+        "int",
+    ]
+    assert schema["named_args"]["return"][0]["type"] == "float"
+    packed = methods["packed"].metadata["type_schema"]
+    packed = json.loads(packed) if isinstance(packed, str) else packed
+    assert packed == {"type": "Callable"}
+    assert methods["scaled"].func(M(3), 2) == 3.0

@@ -254,7 +254,7 @@ def _as_ffi_value(value: Any) -> Any:
 def register_methods(
     info: TypeInfo, py_methods: list[tuple[Any, ...]], type_attr_names: Collection[str]
 ) -> None:
-    """Register ``(name, func, is_static[, metadata])`` entries of a Python-defined type.
+    """Register ``(name, func, is_static[, metadata JSON])`` entries of a Python-defined type.
 
     A name in ``type_attr_names`` goes to the type-attribute table (the
     runtime's ``__ffi_repr__``, ``__s_equal__``, ... hooks); others become
@@ -267,7 +267,8 @@ def register_methods(
             continue
         ffi_func = func if isinstance(func, _core.Function) else _core.to_function(func)
         doc = getattr(func, "__doc__", None) or ""
-        _core._py_class_register_method(info.type_index, name, ffi_func, is_static, doc)
+        metadata = entry[3] if len(entry) > 3 and entry[3] is not None else ""
+        _core._py_class_register_method(info.type_index, name, ffi_func, is_static, doc, metadata)
     if py_methods:
         _refresh_type_info(info)
 

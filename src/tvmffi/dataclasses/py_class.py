@@ -161,6 +161,32 @@ def _collect_py_methods(
     return found or None
 
 
+def _method_metadata(cls: type, func: Any, is_static: bool, localns: dict[str, Any]) -> str:
+    """A ``@method``'s reflection metadata: its signature as a ``Callable`` type schema
+    (the object first for an instance method); a bare ``Callable`` when the annotations
+    do not resolve or the signature has ``*args``, ``**kwargs`` or keyword-only
+    parameters (a packed call passes positions only)."""
+    import json
+
+    from ..type_schema import TypeSchema
+
+    bare = json.dumps({"type_schema": TypeSchema("Callable").to_json()})
+    globalns = getattr(sys.modules.get(cls.__module__), "__dict__", {})
+    try:
+        hints = typing.get_type_hints(func, globalns=globalns, localns=localns)
+        params = list(inspect.signature(func).parameters.values())
+        schemas = [] if is_static else [TypeSchema.from_annotation(cls)]
+        for param in params if is_static else params[1:]:
+            if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+                return bare
+            schemas.append(TypeSchema.from_annotation(hints.get(param.name, Any)))
+        ret = TypeSchema.from_annotation(hints.get("return", Any))
+    except (NameError, AttributeError, TypeError, ValueError):
+        return bare
+    schema = TypeSchema("Callable", named_args={"return": (ret,), "params": tuple(schemas)})
+    return json.dumps({"type_schema": schema.to_json()})
+
+
 # ---- field resolution --------------------------------------------------------------
 def _owners(cls: type) -> list[type]:
     """Classes whose annotations become fields of ``cls``: ``cls`` and the unregistered
@@ -300,7 +326,12 @@ def _finish(cls: type, info: TypeInfo, params: dict[str, Any]) -> None:
         cls.__ffi_init_property_funcs__ = init_props  # type: ignore[attr-defined]
     info._register_fields(own_fields, _STRUCTURE_KIND_MAP[params["structural_eq"]])
     attr_names, inherited = _type_attr_options(cls)
-    methods = _collect_py_methods(cls) or []
+    localns = dict(_PY_CLASSES_BY_MODULE.get(cls.__module__, {}))
+    localns[cls.__name__] = cls
+    methods: list[tuple[Any, ...]] = [
+        (*m, None if m[0] in attr_names else _method_metadata(cls, m[1], m[2], localns))
+        for m in _collect_py_methods(cls) or []
+    ]
     methods.extend(_inherited_type_attrs(cls, info, inherited))
     info._register_py_methods(methods, type_attr_names=attr_names)
     _registration.add_class_attrs(cls, info, type_attr_names=attr_names)
