@@ -567,9 +567,25 @@ static int protocol_to_any(PyObject* obj, int protocol, TVMFFIAny* out, TempList
   return rc;
 }
 
+/* The last exact type classified as a tensor (torch.Tensor in a torch
+ * program), with its version tag then: while the type is unchanged its
+ * arguments go straight to the tensor route (tvmffi_py_to_any). The
+ * reference keeps the address from being reused by another type. */
+static PyTypeObject* g_hot_tensor_type;
+static unsigned int g_hot_tensor_tag;
+
+static void remember_tensor_type(PyTypeObject* tp) {
+  unsigned int tag = tp->tp_version_tag;
+  if (tp == g_hot_tensor_type || tag == 0) return;
+  Py_INCREF(tp);
+  Py_XSETREF(g_hot_tensor_type, tp);
+  g_hot_tensor_tag = tag;
+}
+
 /* Everything that is not an exact hot type. */
 static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   int kind = kind_of(Py_TYPE(obj));
+  if (kind == K_TENSOR) remember_tensor_type(Py_TYPE(obj));
   switch (kind) {
     case K_OBJECT:
       return object_to_any(obj, out, temps);
@@ -673,6 +689,9 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
   }
   /* A plain Python function (a callback argument): no protocol can apply. */
   if (tp == &PyFunction_Type) return callable_to_any(obj, out, temps);
+  if (tp == g_hot_tensor_type && tp->tp_version_tag == g_hot_tensor_tag) {
+    return tvmffi_tensor_to_any(obj, out, temps, argpos);
+  }
   return convert_slow(obj, out, temps, argpos);
 }
 

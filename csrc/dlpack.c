@@ -181,7 +181,9 @@ OwnTensor* exchange_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos)
   if (exchange_fills(e)) {
     DLTensor dl;
     if (exchange_fill(obj, e, argpos, &dl) != 0) return NULL;
-    return own_from_dl(&dl, obj, 0);
+    OwnTensor* t = own_from_dl(&dl, obj, 0);
+    if (t != NULL) t->exchange_fill = 1;
+    return t;
   }
   DLManagedTensorVersioned* mv;
   if (exchange_managed(obj, e, argpos, &mv) != 0) return NULL;

@@ -35,6 +35,46 @@ static inline int gil_held(void) {
 #endif
 }
 
+/* Tensor objects with a Python owner are made and dropped at call rate (one
+ * per tensor argument). Those of up to SMALL_NDIM dimensions come in one block
+ * size and are recycled through a small free list, touched only with the GIL
+ * held (made while packing arguments; released under the GIL, see below), as
+ * the result-object free list in object.c. */
+#define SMALL_NDIM 4
+#define SMALL_BLOCK (sizeof(OwnTensor) + sizeof(int64_t) * 2 * SMALL_NDIM)
+#define FREE_TENSORS_MAX 32
+#if defined(Py_GIL_DISABLED) || defined(TVMFFI_SANITIZE)
+#define FREE_TENSORS_ENABLED 0 /* no GIL to serialize it / let ASAN see every free */
+#else
+#define FREE_TENSORS_ENABLED 1
+#endif
+static void* g_free_tensors[FREE_TENSORS_MAX];
+static int g_free_tensor_count;
+
+enum { ALLOC_RAW = 0, ALLOC_PY = 1, ALLOC_PY_SMALL = 2 };
+
+static void* py_block(int ndim, int* alloc) {
+  if (ndim > SMALL_NDIM) {
+    *alloc = ALLOC_PY;
+    return PyObject_Malloc(sizeof(OwnTensor) + sizeof(int64_t) * 2 * (size_t)ndim);
+  }
+  *alloc = ALLOC_PY_SMALL;
+  if (FREE_TENSORS_ENABLED && g_free_tensor_count > 0) {
+    return g_free_tensors[--g_free_tensor_count];
+  }
+  return PyObject_Malloc(SMALL_BLOCK);
+}
+
+/* With the GIL held. */
+static void py_block_free(OwnTensor* t) {
+  if (FREE_TENSORS_ENABLED && t->py_alloc == ALLOC_PY_SMALL &&
+      g_free_tensor_count < FREE_TENSORS_MAX) {
+    g_free_tensors[g_free_tensor_count++] = t;
+    return;
+  }
+  PyObject_Free(t);
+}
+
 /* Runs wherever the last reference goes away, maybe in a thread without the
  * GIL. A Tensor with a Python owner lives in Python's small-object allocator
  * (faster than malloc; releasing it needs the GIL for the owner anyway); one
@@ -52,7 +92,7 @@ void own_deleter(void* self, int flags) {
   int held = gil_held(); /* the common case: released right after a call */
   PyGILState_STATE gil = held ? PyGILState_UNLOCKED : PyGILState_Ensure();
   if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) Py_CLEAR(t->owner);
-  if (weak) PyObject_Free(t);
+  if (weak) py_block_free(t);
   if (!held) PyGILState_Release(gil);
 }
 
@@ -60,8 +100,10 @@ void own_deleter(void* self, int flags) {
  * storage, holding a new reference to `owner` (may be NULL). Data, device and
  * dtype are left for the caller. */
 OwnTensor* own_new(int ndim, PyObject* owner) {
-  size_t size = sizeof(OwnTensor) + sizeof(int64_t) * 2 * (size_t)ndim;
-  OwnTensor* t = owner != NULL ? PyObject_Malloc(size) : PyMem_RawMalloc(size);
+  int alloc = ALLOC_RAW;
+  OwnTensor* t = owner != NULL
+                     ? py_block(ndim, &alloc)
+                     : PyMem_RawMalloc(sizeof(OwnTensor) + sizeof(int64_t) * 2 * (size_t)ndim);
   if (t == NULL) {
     PyErr_NoMemory();
     return NULL;
@@ -78,7 +120,8 @@ OwnTensor* own_new(int ndim, PyObject* owner) {
   t->mv = NULL;
   t->ml = NULL;
   t->flags = 0;
-  t->py_alloc = owner != NULL;
+  t->py_alloc = alloc;
+  t->exchange_fill = 0;
   return t;
 }
 

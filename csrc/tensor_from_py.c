@@ -258,11 +258,8 @@ int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int conti
 }
 
 int tvmffi_tensor_is_fill_of(TVMFFIObjectHandle h, PyObject* arg) {
-  if (((const TVMFFIObject*)h)->deleter != own_deleter || ((const OwnTensor*)h)->owner != arg) {
-    return 0;
-  }
-  const TypeEntry* e = type_entry(Py_TYPE(arg));
-  return e->kind == TK_EXCHANGE && exchange_fills(e);
+  return ((const TVMFFIObject*)h)->deleter == own_deleter &&
+         ((const OwnTensor*)h)->owner == arg && ((const OwnTensor*)h)->exchange_fill;
 }
 
 static void set_tensor_any(TVMFFIAny* out, TVMFFIObjectHandle h) {

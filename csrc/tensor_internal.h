@@ -43,7 +43,10 @@ typedef struct {
   DLManagedTensorVersioned* mv; /* consumed producer tensor released with us, or NULL */
   DLManagedTensor* ml;          /* same, legacy DLPack */
   uint64_t flags;               /* DLPACK_FLAG_BITMASK_* that hold for the data */
-  int py_alloc;                 /* memory from PyObject_Malloc (freed under the GIL) */
+  int py_alloc;                 /* memory from PyObject_Malloc (freed under the GIL): 1, or
+                                 * 2 for a small block of the free list (own_tensor.c) */
+  int exchange_fill;            /* a framework tensor's fill (exchange_tensor): the same
+                                 * tensor comes back as its owner (function.c) */
   int64_t storage[];            /* shape, then strides */
 } OwnTensor;
 
