@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -107,12 +108,14 @@ def _graph(root: int, nodes: list[Any]) -> str:
             ValueError,
             "refers to itself",
         ),
-        (_graph(9, [{"type": "int", "data": 1}]), ValueError, "index 9 out of range"),
-        (_graph(0, [{"type": "ffi.List", "data": [-1]}]), ValueError, "index -1 out of range"),
+        (_graph(9, [{"type": "int", "data": 1}]), ValueError, "invalid node index 9"),
+        (_graph(0, [{"type": "ffi.List", "data": [-1]}]), ValueError, "invalid node index -1"),
+        (_graph(0, [{"type": "ffi.Map", "data": [3, 0]}]), ValueError, "invalid node index 3"),
+        (_graph(0, [{"type": "ffi.Dict", "data": [0, 0]}]), ValueError, "refers to itself"),
         (
             _graph(1, [{"type": "int", "data": 1}, {"type": "ffi.Map", "data": [0]}]),
             ValueError,
-            "odd number",
+            "even number",
         ),
         (
             _graph(0, [{"type": "testing.TestIntPair", "data": {"a": 1, "b": 2}}]),
@@ -165,3 +168,34 @@ def test_pickle_goes_through_the_checked_json_graph() -> None:
     obj = reduced[0](*reduced[1])
     with pytest.raises(ValueError, match="refers to itself"):
         obj.__setstate__(state)
+
+
+_NODE_TYPES = [
+    "None", "bool", "int", "float", "DataType", "Device", "ffi.String", "ffi.Bytes",
+    "ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict", "ffi.Shape", "ffi.Function", "ffi.Tensor",
+    "ffi.Object", "testing.TestIntPair", "testing.TestObjectDerived", "testing.TestVisitHook",
+    "no.such.type", 5,
+]  # fmt: skip
+_small_ref = st.integers(-2, 6)
+_node_data = st.one_of(
+    _small_ref,
+    st.lists(_small_ref, max_size=4),
+    st.dictionaries(
+        st.sampled_from(["a", "b", "child", "v_i64", "v_map", "v_array"]),
+        _small_ref | st.none() | st.just("x"),
+        max_size=4,
+    ),
+    st.sampled_from(["int8", "eHg=", "", 1.5, True, None]),
+)
+_node = st.one_of(
+    st.fixed_dictionaries({"type": st.sampled_from(_NODE_TYPES)}, optional={"data": _node_data}),
+    st.sampled_from([1, "x", []]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-1, 6), st.lists(_node, min_size=1, max_size=6))
+def test_any_small_graph_text_decodes_or_raises(root: int, nodes: list[Any]) -> None:
+    # Whatever the indices, types and data: a value or an exception, never a crash.
+    with contextlib.suppress(ValueError, TypeError, RuntimeError, KeyError, IndexError):
+        from_json_graph_str(_graph(root, nodes))

@@ -27,9 +27,9 @@ _FromJSONGraphString = get_global_func("ffi.FromJSONGraphString")
 # Estimated C stack per level of nesting (about 2.5x the runtime's measured worst case).
 _ENCODE_LEVEL_BYTES = 5120  # ~2 KiB measured
 _DECODE_LEVEL_BYTES = 10240  # ~4 KiB measured
-# Node types whose "data" holds node indices: sequences (every item) and maps (pairs).
+# Node types whose "data" holds node indices: sequences (every item), maps and dicts (pairs).
 _SEQUENCE_KEYS = frozenset({"ffi.Array", "ffi.List"})
-_MAP_KEY = "ffi.Map"
+_MAP_KEYS = frozenset({"ffi.Map", "ffi.Dict"})
 # Node types whose "data" is a literal (never indices).
 _LITERAL_KEYS = frozenset(
     {"None", "bool", "int", "float", "DataType", "Device", "ffi.String", "ffi.Bytes", "ffi.Shape"}
@@ -38,7 +38,7 @@ _LITERAL_KEYS = frozenset(
 _BUILTIN_RULES: dict[Any, Any] = {
     **dict.fromkeys(_LITERAL_KEYS),
     **dict.fromkeys(_SEQUENCE_KEYS, _SEQUENCE_KEYS),
-    _MAP_KEY: _MAP_KEY,
+    **dict.fromkeys(_MAP_KEYS, _MAP_KEYS),
 }
 # Field types the encoder writes inline; fields of other types hold node indices.
 _INLINE_FIELD_TYPES = frozenset({0, 1, 2, 3, 5})  # None, int, bool, float, DataType
@@ -107,12 +107,15 @@ def _all_node_refs(nodes: list[Any]) -> list[list[int]]:
             append([])
             continue
         data = node.get("data")
-        if rule is _SEQUENCE_KEYS or rule is _MAP_KEY:
+        if rule is _SEQUENCE_KEYS or rule is _MAP_KEYS:
             if type(data) is not list:
                 append([])
                 continue
-            if rule is _MAP_KEY and len(data) % 2:
-                raise ValueError("Invalid JSON graph: an ffi.Map node has an odd number of entries")
+            if rule is _MAP_KEYS and len(data) % 2:
+                raise ValueError(
+                    "Invalid JSON Object Graph: Map/Dict data must contain an even number of "
+                    "elements (key, value pairs)"
+                )
             append([r for r in data if type(r) is int])
         elif type(data) is dict:
             append([r for n in rule if type(r := data.get(n)) is int])
@@ -136,7 +139,7 @@ def _check_graph_nodes(nodes: list[Any], root: int, limit: int) -> None:
     """Every index reachable from ``root`` in range, no cycle, no path longer than ``limit``."""
     count = len(nodes)
     if not 0 <= root < count:
-        raise ValueError(f"Invalid JSON graph: node index {root} out of range [0, {count})")
+        raise ValueError(f"Invalid JSON Object Graph: invalid node index {root}")
     refs = _all_node_refs(nodes)
     # The runtime writes children before their parents: then one forward pass gives every
     # node's height and proves there is no cycle. Other texts take the general walk.
@@ -176,9 +179,9 @@ def _check_graph_walk(refs: list[list[int]], root: int, limit: int) -> None:
         stack[-1] = (i, pos + 1)
         k = kids[pos]
         if not 0 <= k < count:
-            raise ValueError(f"Invalid JSON graph: node index {k} out of range [0, {count})")
+            raise ValueError(f"Invalid JSON Object Graph: invalid node index {k}")
         if k in on_path:
-            raise ValueError(f"Invalid JSON graph: node {k} refers to itself (a cycle)")
+            raise ValueError(f"Invalid JSON Object Graph: node {k} refers to itself (a cycle)")
         if k not in height:
             on_path.add(k)
             stack.append((k, 0))
