@@ -1,4 +1,4 @@
-"""Object benchmark: field read/write, method call, echo(obj) — tvmffi vs tvm_ffi.
+"""Object benchmark: fields, methods, echo(obj), structural equal/hash — tvmffi vs tvm_ffi.
 
 Run: ``python benchmarks/bench_objects.py``. Both sides use their own registered
 class for ``testing.TestObjectBase``.
@@ -46,6 +46,16 @@ def _env() -> dict[str, object]:
         "t_echo": tvm_ffi.get_global_func("testing.echo"),
         "o_arr": tvmffi.Array([1, 2, 3]),
         "t_arr": tvm_ffi.Array([1, 2, 3]),
+        # structural: a small nested value and an equal copy (ours checks both for
+        # cycles and depth before the runtime's recursive comparison)
+        "o_s1": tvmffi.convert([1, "s", {"k": [2, 3]}]),
+        "o_s2": tvmffi.convert([1, "s", {"k": [2, 3]}]),
+        "t_s1": tvm_ffi.convert([1, "s", {"k": [2, 3]}]),
+        "t_s2": tvm_ffi.convert([1, "s", {"k": [2, 3]}]),
+        "o_seq": tvmffi.structural_equal,
+        "t_seq": tvm_ffi.structural_equal,
+        "o_shash": tvmffi.structural_hash,
+        "t_shash": tvm_ffi.structural_hash,
     }
 
 
@@ -57,6 +67,8 @@ OBJECT_CASES = [
     Case("obj.v_array [new wrapper each read]", "o_der.v_array", "t_der.v_array"),
     Case("arr[1]", "o_arr[1]", "t_arr[1]"),
     Case("len(arr)", "len(o_arr)", "len(t_arr)"),
+    Case("structural_equal(small nested)", "o_seq(o_s1, o_s2)", "t_seq(t_s1, t_s2)"),
+    Case("structural_hash(small nested)", "o_shash(o_s1)", "t_shash(t_s1)"),
 ]
 
 
