@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import inspect
 import itertools
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -417,3 +417,31 @@ def test_method_signature_published_as_type_schema() -> None:
     packed = json.loads(packed) if isinstance(packed, str) else packed
     assert packed == {"type": "Callable"}
     assert methods["scaled"].func(M(3), 2) == 3.0
+
+
+class Marker:
+    """An extension's annotation marker (module level: annotations resolve in the module)."""
+
+
+def test_field_markers_record_positions() -> None:
+    seen: dict[str, Any] = {}
+
+    @py_class(key("MarkBase"))
+    class Base(Object):
+        __ffi_field_markers__ = (Marker,)
+        first: int
+        here: Marker
+        second: int
+
+        def __ffi_hook__(info: Any, own_fields: Any) -> None:  # type: ignore[misc]
+            seen[info.type_cls.__name__] = info._decorator_args["field_markers"]
+
+        __ffi_hook__.__ffi_on_fields_resolved__ = True  # type: ignore[attr-defined]
+
+    assert seen["Base"] == ((Marker, Base, "here", 1),)
+    assert [f.name for f in fields(Base)] == ["first", "second"]
+    with pytest.raises(TypeError, match="__ffi_field_markers__"):
+
+        @py_class(key("BadMarkers"))
+        class Bad(Object):
+            __ffi_field_markers__ = ("not a type",)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, TypeVar
 from typing_extensions import dataclass_transform
 
 from .. import _core
-from .._dunder import _install_dataclass_dunders
+from .._dunder import _chain_fields, _install_dataclass_dunders
 from ..object import MISSING, TypeInfo, _type_cls_to_type_info
 from . import _registration
 from .field import KW_ONLY, Field, _field_converter, field, init_property
@@ -268,6 +268,16 @@ def _resolve_fields(cls: type, params: dict[str, Any]) -> tuple[list[Field], dic
     kw_only_active = bool(params["kw_only"])
     found: dict[str, Field] = {}
     init_props: dict[str, Any] = {}
+    marker_types = getattr(cls, "__ffi_field_markers__", ())
+    if not isinstance(marker_types, (tuple, list)) or not all(
+        isinstance(m, type) for m in marker_types
+    ):
+        raise TypeError("__ffi_field_markers__ must be a tuple or list of types")
+    # Marker annotations (an extension's) record their place among the fields, counting
+    # inherited fields first, after the parent's markers; they are not fields.
+    parent = _parent_info(cls)
+    markers = list(parent._decorator_args.get("field_markers", ()))
+    inherited_count = len(_chain_fields(parent))
     for owner in owners:
         for name, annotation in inspect.get_annotations(owner).items():
             if _is_classvar(annotation):
@@ -277,8 +287,11 @@ def _resolve_fields(cls: type, params: dict[str, Any]) -> tuple[list[Field], dic
                 if owner is cls and name in cls.__dict__:
                     delattr(cls, name)
                 continue
-            f = _field_for(owner, cls, name, init_props)
             resolved = _resolve(annotation, globalns, localns)
+            if any(resolved is m for m in marker_types):
+                markers.append((resolved, owner, name, inherited_count + len(found)))
+                continue
+            f = _field_for(owner, cls, name, init_props)
             f.name = name
             f.type = resolved
             f._ty_schema = _schema_of(resolved)
@@ -289,6 +302,7 @@ def _resolve_fields(cls: type, params: dict[str, Any]) -> tuple[list[Field], dic
             if f.hash is None:
                 f.hash = f.compare
             found[name] = f
+    params["field_markers"] = tuple(markers)
     return list(found.values()), init_props
 
 
@@ -307,7 +321,7 @@ def _parent_info(cls: type) -> TypeInfo:
 
 
 def _finish(cls: type, info: TypeInfo, params: dict[str, Any]) -> None:
-    own_fields, init_props = _resolve_fields(cls, params)
+    own_fields, init_props = _resolve_fields(cls, info._decorator_args)
     hooks = [
         hook
         for base in reversed(cls.__mro__)
