@@ -519,3 +519,13 @@ def test_back_pointer_in_ignored_field_is_not_a_cycle() -> None:
     # The JSON graph writes every field: there it is a cycle.
     with pytest.raises(ValueError, match="Cycle detected"):
         tvmffi.serialization.to_json_graph_str(root)
+
+
+def test_structural_key_whose_value_became_cyclic() -> None:
+    inner = List([1])
+    k1, k2 = StructuralKey(inner), StructuralKey(List([1]))
+    assert k1 == k2
+    inner.append(inner)  # the key's value now contains itself
+    with pytest.raises(ValueError, match="Cycle detected"):
+        k1 == k2  # noqa: B015
+    assert (k1 == [1]) is False

@@ -191,7 +191,12 @@ class StructuralKey(Object):
 
     def __eq__(self, other: object) -> bool:
         """Structural equality of the wrapped keys."""
-        return isinstance(other, StructuralKey) and bool(_StructuralKeyEqual(self, other))
+        if not isinstance(other, StructuralKey):
+            return False
+        # A key's value may have been made cyclic or deeper (a List inside) since.
+        _check(self, _EQ_LEVEL_BYTES, True)
+        _check(other, _EQ_LEVEL_BYTES, True)
+        return bool(_StructuralKeyEqual(self, other))
 
     def __ne__(self, other: object) -> bool:
         """Negation of ``==``."""
