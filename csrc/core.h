@@ -27,6 +27,10 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#ifndef Py_NO_INLINE /* CPython < 3.11 */
+#define Py_NO_INLINE __attribute__((noinline))
+#endif
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
 

@@ -208,13 +208,22 @@ static int all_ascii(const char* p, size_t n) {
  * str's own dealloc). str.__new__(String, s) would first need a plain str and
  * an argument tuple, then copy: two allocations and two passes more, about a
  * third of echo(<100-char str>). The fields set are the public struct fields
- * of cpython/unicodeobject.h; tp_alloc zero-fills the rest. */
+ * of cpython/unicodeobject.h; tp_alloc zero-fills the rest. The buffer comes
+ * from the allocator str's dealloc frees it with (PYTHONMALLOC=debug checks:
+ * PyObject_Free up to 3.12, PyMem_Free from 3.13). */
+#if PY_VERSION_HEX >= 0x030D0000 /* the allocator str's dealloc frees the buffer with */
+#define STR_BUF_MALLOC PyMem_Malloc
+#define STR_BUF_FREE PyMem_Free
+#else
+#define STR_BUF_MALLOC PyObject_Malloc
+#define STR_BUF_FREE PyObject_Free
+#endif
 static PyObject* ascii_string_new(const char* data, size_t n) {
-  char* buf = PyObject_Malloc(n + 1);
+  char* buf = STR_BUF_MALLOC(n + 1);
   if (buf == NULL) return PyErr_NoMemory();
   PyObject* s = TVMFFIStringType.tp_alloc(&TVMFFIStringType, 0);
   if (s == NULL) {
-    PyObject_Free(buf);
+    STR_BUF_FREE(buf);
     return NULL;
   }
   memcpy(buf, data, n);
