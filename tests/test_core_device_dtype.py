@@ -414,8 +414,8 @@ def test_dtype_results_are_shared_canonical_instances():
 
 
 def test_numpy_and_torch_dtypes_as_arguments():
-    import ml_dtypes
-    import torch
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    torch = pytest.importorskip("torch")
 
     echo = tvmffi.testing.echo
     assert echo(np.dtype("float16")) == "float16"

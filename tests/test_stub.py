@@ -371,7 +371,7 @@ def test_rust_bad_directives_and_missing_types_are_errors(tmp_path: Path) -> Non
 
 
 # ---- properties of the file model ----------------------------------------------------------
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 # User text: anything on a line but a marker.
@@ -453,6 +453,7 @@ _marker_soup = st.lists(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(lines=_marker_soup)
+@example(lines=[f"{B} global/x", f"{C.PYTHON_SYNTAX.prefix}x):", E])  # directive inside a block
 def test_any_marker_soup_parses_or_names_the_line(tmp_path: Path, lines: list[str]) -> None:
     path = tmp_path / "soup.py"
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")

@@ -162,6 +162,13 @@ def _parse_blocks(lines: list[str], syntax: C.MarkerSyntax) -> list[CodeBlock]:
             blocks.append(open_block)
             open_block = None
         elif s.startswith(syntax.prefix):
+            if open_block is not None:
+                # Inside a block it would be regenerated away (the official tool
+                # hoists it above the block): the user is told instead.
+                raise ValueError(
+                    f"Stub directive at line {lineno} inside the block opened at line "
+                    f"{open_block.lineno_start}: move it outside the block"
+                )
             directive = CodeBlock.from_begin_line(lineno, s, syntax)
             directive.lines.append(line)
             blocks.append(directive)
