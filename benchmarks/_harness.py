@@ -85,8 +85,10 @@ def floor_ns(env: dict[str, Any], number: int = 200000) -> float:
 
 def machine() -> str:
     """A short description of this machine."""
-    return f"{platform.processor() or platform.machine()}, {platform.python_implementation()} " \
+    return (
+        f"{platform.processor() or platform.machine()}, {platform.python_implementation()} "
         f"{platform.python_version()}, {platform.system()}"
+    )
 
 
 COLUMNS = ("call", "tvmffi (ns)", "tvm_ffi (ns)", "ratio ours/official")

@@ -71,8 +71,9 @@ def _seconds(func: Callable[[int], object], i: int) -> float:
     return time.perf_counter() - start
 
 
-def _pair(ours: Callable[[int], object], official: Callable[[int], object],
-          repeats: int) -> tuple[float, float]:
+def _pair(
+    ours: Callable[[int], object], official: Callable[[int], object], repeats: int
+) -> tuple[float, float]:
     """Min seconds of each, alternating which goes first."""
     a, b = [], []
     for i in range(repeats):
@@ -91,41 +92,63 @@ def main() -> None:
     os.environ.setdefault("TVMFFI_BUILD_VERBOSE", "0")
     work = tempfile.mkdtemp(prefix="bench-build-")
     try:
+
         def build(binding: object, tag: str) -> Callable[[int], object]:
             def run(i: int) -> object:
                 return binding.cpp.build_inline(  # type: ignore[attr-defined]
-                    "add_one", cpp_sources=SOURCE, functions=["add_one_cpu"],
-                    build_directory=os.path.join(work, f"{tag}{i}"))
+                    "add_one",
+                    cpp_sources=SOURCE,
+                    functions=["add_one_cpu"],
+                    build_directory=os.path.join(work, f"{tag}{i}"),
+                )
+
             return run
 
         def load(binding: object, folder: str) -> Callable[[int], object]:
             def run(i: int) -> object:
                 return binding.cpp.load_inline(  # type: ignore[attr-defined]
-                    "add_one", cpp_sources=SOURCE, functions=["add_one_cpu"],
-                    build_directory=folder)
+                    "add_one", cpp_sources=SOURCE, functions=["add_one_cpu"], build_directory=folder
+                )
+
             return run
 
         def load_default(binding: object) -> Callable[[int], object]:
             def run(i: int) -> object:
                 return binding.cpp.load_inline(  # type: ignore[attr-defined]
-                    "add_one", cpp_sources=SOURCE, functions=["add_one_cpu"])
+                    "add_one", cpp_sources=SOURCE, functions=["add_one_cpu"]
+                )
+
             return run
 
-        rows = [("first build (build_inline, empty build_directory)",
-                 *_pair(build(tvmffi, "ours"), build(tvm_ffi, "official"), BUILD_REPEATS))]
+        rows = [
+            (
+                "first build (build_inline, empty build_directory)",
+                *_pair(build(tvmffi, "ours"), build(tvm_ffi, "official"), BUILD_REPEATS),
+            )
+        ]
         ours_dir, official_dir = os.path.join(work, "ours0"), os.path.join(work, "official0")
-        rows.append(("cached load (load_inline, same build_directory)",
-                     *_pair(load(tvmffi, ours_dir), load(tvm_ffi, official_dir), LOAD_REPEATS)))
+        rows.append(
+            (
+                "cached load (load_inline, same build_directory)",
+                *_pair(load(tvmffi, ours_dir), load(tvm_ffi, official_dir), LOAD_REPEATS),
+            )
+        )
         os.environ["TVM_FFI_CACHE_DIR"] = os.path.join(work, "cache")
         load_default(tvmffi)(0)
         load_default(tvm_ffi)(0)
-        rows.append(("cached load (load_inline, default cache)",
-                     *_pair(load_default(tvmffi), load_default(tvm_ffi), LOAD_REPEATS)))
+        rows.append(
+            (
+                "cached load (load_inline, default cache)",
+                *_pair(load_default(tvmffi), load_default(tvm_ffi), LOAD_REPEATS),
+            )
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
-          f"tvm_ffi {tvm_ffi.__version__}; min of {BUILD_REPEATS} builds / "
-          f"{LOAD_REPEATS} loads, interleaved")
+    print(
+        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
+        f"tvm_ffi {tvm_ffi.__version__}; min of {BUILD_REPEATS} builds / "
+        f"{LOAD_REPEATS} loads, interleaved"
+    )
     print("| step | tvmffi (ms) | tvm_ffi (ms) | ratio ours/official |")
     print("| --- | ---: | ---: | ---: |")
     for name, ours, official in rows:

@@ -73,8 +73,12 @@ def build_both(work: str) -> tuple[str, str]:
     n = Var("n")
     sig = Signature(
         "add3",
-        [Tensor("a", [n], "float32"), Tensor("b", [n], "float32"), Tensor("c", [n], "float32"),
-         Scalar("alpha", "float32")],
+        [
+            Tensor("a", [n], "float32"),
+            Tensor("b", [n], "float32"),
+            Tensor("c", [n], "float32"),
+            Scalar("alpha", "float32"),
+        ],
     )
     codegen.build([(sig, "add3_kernel")], sources=[KERNEL], name="add3", output_dir=work)
     (gen_dir,) = [d for d in os.listdir(work) if d.startswith("add3-")]
@@ -104,11 +108,13 @@ def timings(generated: str, cpp: str) -> list[tuple[Case, float, float]]:
         "vz": tvmffi.TensorView(arrays[2]),
     }
     cases = [
-        Case("add3(t, t, t, 0.5) [from_dlpack tensors]", "g(tx, ty, tz, 0.5)",
-             "p(tx, ty, tz, 0.5)"),
+        Case(
+            "add3(t, t, t, 0.5) [from_dlpack tensors]", "g(tx, ty, tz, 0.5)", "p(tx, ty, tz, 0.5)"
+        ),
         Case("add3(x, x, x, 0.5) [3 NumPy arrays]", "g(x, y, z, 0.5)", "p(x, y, z, 0.5)"),
-        Case("add3(v, v, v, 0.5) [TensorView, DLTensor*]", "g(vx, vy, vz, 0.5)",
-             "p(vx, vy, vz, 0.5)"),
+        Case(
+            "add3(v, v, v, 0.5) [TensorView, DLTensor*]", "g(vx, vy, vz, 0.5)", "p(vx, vy, vz, 0.5)"
+        ),
     ]
     return measure(cases, env)
 
@@ -117,17 +123,28 @@ def _instructions(driver: str, lib: str, symbol: str, mode: str, calls: int) -> 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
         proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-             f"--toggle-collect={symbol}", driver, lib, symbol, str(calls), mode],
-            capture_output=True, text=True,
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                f"--toggle-collect={symbol}",
+                driver,
+                lib,
+                symbol,
+                str(calls),
+                mode,
+            ],
+            capture_output=True,
+            text=True,
         )
         if proc.returncode != 0:
             print(proc.stderr, file=sys.stderr)
             return None
         with open(out) as f:
             text = f.read()
-    match = re.search(r"^totals:\s+(\d+)", text, re.M) or re.search(r"^summary:\s+(\d+)", text,
-                                                                    re.M)
+    match = re.search(r"^totals:\s+(\d+)", text, re.M) or re.search(
+        r"^summary:\s+(\d+)", text, re.M
+    )
     return int(match.group(1)) / calls if match else None
 
 
@@ -138,8 +155,20 @@ def instruction_counts(work: str, generated: str, cpp: str) -> list[tuple[str, f
     include = libinfo.find_include_path()
     driver = os.path.join(work, "codegen_driver")
     subprocess.run(
-        [toolchain.compiler("c"), "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", driver,
-         os.path.join(HERE, "codegen_driver.c"), "-I", include, "-ldl"],
+        [
+            toolchain.compiler("c"),
+            "-std=c11",
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-o",
+            driver,
+            os.path.join(HERE, "codegen_driver.c"),
+            "-I",
+            include,
+            "-ldl",
+        ],
         check=True,
     )
     rows = []
@@ -162,12 +191,17 @@ def main() -> None:
         f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
         f"runtime {tvmffi.tvm_ffi_version()}, numpy {np.__version__}"
     )
-    print(table(rows, floor, ("call (from tvmffi)", "generated (ns)", "C++ typed export (ns)",
-                              "ratio")))
+    print(
+        table(
+            rows, floor, ("call (from tvmffi)", "generated (ns)", "C++ typed export (ns)", "ratio")
+        )
+    )
     if counts:
         print()
-        print("| instructions per call (callgrind, inside the symbol) | generated | "
-              "C++ typed export |")
+        print(
+            "| instructions per call (callgrind, inside the symbol) | generated | "
+            "C++ typed export |"
+        )
         print("| --- | ---: | ---: |")
         for label, ours_i, theirs_i in counts:
             print(f"| {label} | {ours_i:.0f} | {theirs_i:.0f} |")

@@ -44,8 +44,9 @@ def _jitted(target: str) -> object:
 def _env(work: str) -> dict[str, object]:
     n = Var("n")
     sig = Signature("bench_add_one", [Tensor("x", [n], "float32"), Tensor("y", [n], "float32")])
-    ours = codegen.inline(sig, "for (int64_t i = 0; i < n; ++i) y[i] = x[i] + 1.0f;",
-                          output_dir=work)
+    ours = codegen.inline(
+        sig, "for (int64_t i = 0; i < n; ++i) y[i] = x[i] + 1.0f;", output_dir=work
+    )
     (path,) = glob.glob(os.path.join(work, "**", "libbench_add_one.so"), recursive=True)
     official = tvm_ffi.load_module(path)["bench_add_one"]
     jax_tvm_ffi.register_ffi_target("bench.tvmffi_add_one", ours, platform="cpu")

@@ -12,10 +12,12 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 
 import tvm_ffi
+import tvm_ffi.dataclasses
 import tvm_ffi.testing
 from _harness import Case, report
 
 import tvmffi
+import tvmffi.dataclasses
 import tvmffi.testing
 
 
@@ -31,6 +33,22 @@ class TestObjectDerived(TestObjectBase):
     """Our class for the derived testing type (it has object-valued fields)."""
 
     __slots__ = ()
+
+
+@tvmffi.dataclasses.py_class("bench.tvmffi.Point", eq=True)
+class OurPoint(tvmffi.Object):
+    """A Python-defined type on our side (typed fields: int64 and double in place)."""
+
+    x: int
+    y: float = 0.0
+
+
+@tvm_ffi.dataclasses.py_class("bench.tvm_ffi.Point", eq=True)
+class TheirPoint(tvm_ffi.Object):
+    """The same type defined through the official binding."""
+
+    x: int
+    y: float = 0.0
 
 
 _DERIVED = {"v_i64": 1, "v_f64": 2.0, "v_str": "s", "v_map": {"a": 1}, "v_array": [1, 2]}
@@ -52,6 +70,12 @@ def _env() -> dict[str, object]:
         "o_s2": tvmffi.convert([1, "s", {"k": [2, 3]}]),
         "t_s1": tvm_ffi.convert([1, "s", {"k": [2, 3]}]),
         "t_s2": tvm_ffi.convert([1, "s", {"k": [2, 3]}]),
+        "o_pcls": OurPoint,
+        "t_pcls": TheirPoint,
+        "o_pt": OurPoint(1, 2.0),
+        "t_pt": TheirPoint(1, 2.0),
+        "o_pt2": OurPoint(1, 2.0),
+        "t_pt2": TheirPoint(1, 2.0),
         "o_seq": tvmffi.structural_equal,
         "t_seq": tvm_ffi.structural_equal,
         "o_shash": tvmffi.structural_hash,
@@ -67,6 +91,10 @@ OBJECT_CASES = [
     Case("obj.v_array [new wrapper each read]", "o_der.v_array", "t_der.v_array"),
     Case("arr[1]", "o_arr[1]", "t_arr[1]"),
     Case("len(arr)", "len(o_arr)", "len(t_arr)"),
+    Case("py_class Point(1, 2.0)", "o_pcls(1, 2.0)", "t_pcls(1, 2.0)"),
+    Case("py_class p.x", "o_pt.x", "t_pt.x"),
+    Case("py_class p.x = 3 [converted]", "o_pt.x = 3", "t_pt.x = 3"),
+    Case("py_class p == q [eq=True]", "o_pt == o_pt2", "t_pt == t_pt2"),
     Case("structural_equal(small nested)", "o_seq(o_s1, o_s2)", "t_seq(t_s1, t_s2)"),
     Case("structural_hash(small nested)", "o_shash(o_s1)", "t_shash(t_s1)"),
 ]

@@ -111,8 +111,9 @@ def torch_export_floor() -> tuple[float, float]:
     get = ctypes.pythonapi.PyCapsule_GetPointer
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
     api = get(torch.Tensor.__dlpack_c_exchange_api__, b"dlpack_exchange_api")
-    mod = tvmffi.cpp.load_inline("bench_torch_export", cpp_sources=_EXPORT_FLOOR_SRC,
-                                 functions=["export_ns"])
+    mod = tvmffi.cpp.load_inline(
+        "bench_torch_export", cpp_sources=_EXPORT_FLOOR_SRC, functions=["export_ns"]
+    )
     f = mod.export_ns
     f.release_gil = False  # torch's export needs the GIL
     y = torch.zeros(16, 16)
@@ -125,9 +126,11 @@ def main() -> None:
     """Measure and print the table, then torch's own export cost (the torch rows' floor)."""
     report(CASES, _env(), f", numpy {np.__version__}, torch {torch.__version__}")
     fill, managed = torch_export_floor()
-    print(f"\ntorch's own export of one tensor (the floor of every torch row, per tensor): "
-          f"DLTensor fill {fill:.0f} ns (tvmffi's route), managed export {managed:.0f} ns "
-          "(the official binding's route)")
+    print(
+        f"\ntorch's own export of one tensor (the floor of every torch row, per tensor): "
+        f"DLTensor fill {fill:.0f} ns (tvmffi's route), managed export {managed:.0f} ns "
+        "(the official binding's route)"
+    )
 
 
 if __name__ == "__main__":

@@ -73,8 +73,10 @@ class Case:
 
 
 def build_module(tmp: str) -> tvmffi.Module:
-    sig = codegen.Signature("scale", [codegen.Tensor("x", [codegen.Var("n")], "float32"),
-                                      codegen.Scalar("a", "float32")])
+    sig = codegen.Signature(
+        "scale",
+        [codegen.Tensor("x", [codegen.Var("n")], "float32"), codegen.Scalar("a", "float32")],
+    )
     source = (
         "#include <stdint.h>\n"
         "int scale_kernel(float* x, float a, int64_t n) {\n"
@@ -188,13 +190,19 @@ def run_case(case: Case, calls: int, warmup: int, slack: int) -> str | None:
     gc.collect()
     grown = rss_bytes() - before_rss
     after_counts = case.counts()
-    problems = [f"{what}: {a} -> {b}"
-                for (what, a), (_, b) in zip(before_counts, after_counts, strict=True) if a != b]
+    problems = [
+        f"{what}: {a} -> {b}"
+        for (what, a), (_, b) in zip(before_counts, after_counts, strict=True)
+        if a != b
+    ]
     if grown > slack:
         problems.append(f"RSS grew by {grown / 2**20:.1f} MiB (slack {slack / 2**20:.0f} MiB)")
     status = "FAIL" if problems else "ok"
-    print(f"{status:4} {case.name:28} {calls:>9} calls {elapsed:7.2f} s "
-          f"{elapsed / calls * 1e9:7.0f} ns/call  RSS {grown / 2**20:+6.2f} MiB", flush=True)
+    print(
+        f"{status:4} {case.name:28} {calls:>9} calls {elapsed:7.2f} s "
+        f"{elapsed / calls * 1e9:7.0f} ns/call  RSS {grown / 2**20:+6.2f} MiB",
+        flush=True,
+    )
     return "; ".join(problems) or None
 
 
@@ -220,14 +228,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=20_000)
     parser.add_argument("--rss-slack-mib", type=float, default=4.0)
     parser.add_argument("--only", default="", help="run the cases whose name contains this")
-    parser.add_argument("--self-test", action="store_true",
-                        help="only check that deliberate leaks are flagged")
+    parser.add_argument(
+        "--self-test", action="store_true", help="only check that deliberate leaks are flagged"
+    )
     args = parser.parse_args(argv)
     slack = int(args.rss_slack_mib * 2**20)
     if args.self_test:
         return self_test(slack)
-    print(f"tvmffi soak: {args.calls} calls per case, python {sys.version.split()[0]}, "
-          f"torch {'absent' if torch is None else torch.__version__}", flush=True)
+    print(
+        f"tvmffi soak: {args.calls} calls per case, python {sys.version.split()[0]}, "
+        f"torch {'absent' if torch is None else torch.__version__}",
+        flush=True,
+    )
     failures = []
     with tempfile.TemporaryDirectory(prefix="tvmffi-soak-") as tmp:
         cases = [c for c in make_cases(tmp) if args.only in c.name]
@@ -237,8 +249,10 @@ def main(argv: list[str] | None = None) -> int:
             if problem:
                 failures.append(f"{case.name}: {problem}")
         total = time.perf_counter() - start
-    print(f"{len(cases) - len(failures)} passed, {len(failures)} failed "
-          f"({len(cases)} cases, {total:.0f} s)")
+    print(
+        f"{len(cases) - len(failures)} passed, {len(failures)} failed "
+        f"({len(cases)} cases, {total:.0f} s)"
+    )
     for failure in failures:
         print(f"FAILED {failure}", file=sys.stderr)
     return 1 if failures else 0

@@ -8,6 +8,8 @@ import itertools
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tvmffi
 import tvmffi.testing as T
@@ -445,3 +447,48 @@ def test_field_markers_record_positions() -> None:
         @py_class(key("BadMarkers"))
         class Bad(Object):
             __ffi_field_markers__ = ("not a type",)
+
+
+@py_class(key("Scalars"))
+class _Scalars(Object):
+    i: int = 0
+    f: float = 0.0
+    b: bool = False
+    s: str = ""
+
+
+def test_scalar_fields_convert_in_c_and_in_python() -> None:
+    v = _Scalars(True, 3, 2, "x" * 40)  # bool -> int, int -> float, int -> bool
+    assert (v.i, v.f, v.b, v.s) == (1, 3.0, True, "x" * 40)
+    assert type(v.i) is int and type(v.f) is float and type(v.b) is bool
+    v.s = "short"
+    assert v.s == "short"
+    for name, bad in (("i", 1.5), ("i", "1"), ("f", "x"), ("b", 1.0), ("s", 3), ("i", None)):
+        with pytest.raises(TypeError):
+            setattr(v, name, bad)
+    with pytest.raises(TypeError, match="out of int64 range"):
+        v.i = 1 << 64
+    assert (v.i, v.f, v.b, v.s) == (1, 3.0, True, "short")  # failed writes changed nothing
+
+
+@given(
+    i=st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1),
+    f=st.floats(allow_nan=False),
+    b=st.booleans(),
+    s=st.text(),
+)
+@settings(max_examples=200, deadline=None)
+def test_scalar_fields_round_trip(i: int, f: float, b: bool, s: str) -> None:
+    v = _Scalars(i, f, b, s)
+    assert (v.i, v.f, v.b, v.s) == (i, f, b, s)
+    v.i, v.f, v.b, v.s = i, f, b, s
+    assert (v.i, v.f, v.b, v.s) == (i, f, b, s)
+
+
+@given(value=st.one_of(st.none(), st.floats(), st.text(), st.binary(), st.lists(st.integers())))
+@settings(max_examples=100, deadline=None)
+def test_int_field_refuses_other_values(value: Any) -> None:
+    v = _Scalars()
+    with pytest.raises(TypeError):
+        v.i = value
+    assert v.i == 0

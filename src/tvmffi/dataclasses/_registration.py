@@ -164,9 +164,11 @@ _NATIVE_LAYOUT: dict[str, tuple[int, int, int]] = {
     "Union": (16, 8, _K_ANY),
 }
 
-# Field converters, referenced (not owned) by the runtime's setters: a type is never
-# unregistered, so they live as long as the process.
+# Field converters (capsules), referenced (not owned) by the runtime's setters: a type is
+# never unregistered, so they live as long as the process.
 _CONVERTERS: list[Any] = []
+# Schema origins whose common values the C converter settles without Python (csrc/py_class.c).
+_CONVERTER_KINDS = {"int": 1, "float": 2, "bool": 3, "str": 4}
 
 
 def _layout(f: Any) -> tuple[int, int, int]:
@@ -187,13 +189,13 @@ def _getter_and_setter(f: Any, static_index: int) -> tuple[int, Any]:
     def converter(value: Any) -> Any:
         return to_py(convert_field_value(schema, value))
 
-    _CONVERTERS.append(converter)
+    capsule, converter_address, convert_address = _core._py_class_field_converter(
+        _CONVERTER_KINDS.get(schema.origin, 0), converter
+    )
+    _CONVERTERS.append(capsule)
     getter = int(_cached_global_func("ffi.MakeFieldGetter")(static_index))
     setter = _cached_global_func("ffi.MakeFieldSetter")(
-        # id() is the object's address in CPython: the runtime calls back with it.
-        static_index,
-        id(converter),
-        _core._py_class_convert_address(),
+        static_index, converter_address, convert_address
     )
     return getter, setter
 
