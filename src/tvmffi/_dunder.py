@@ -264,13 +264,22 @@ def _is_comparable(self: Any, other: Any) -> bool:
 
 
 def _comparison(name: str, ffi_name: str, negate: bool = False) -> Callable[[Any, Any], Any]:
-    func = _cached_global_func(ffi_name)
+    func = _cached_global_func(ffi_name)  # returns a bool
 
-    def compare(self: Any, other: Any) -> Any:
-        if not _is_comparable(self, other):
-            return NotImplemented
-        result = bool(func(self, other))
-        return not result if negate else result
+    # Two objects of one class skip the isinstance checks (the common case).
+    if negate:
+
+        def compare(self: Any, other: Any) -> Any:
+            if type(other) is not type(self) and not _is_comparable(self, other):
+                return NotImplemented
+            return not func(self, other)
+
+    else:
+
+        def compare(self: Any, other: Any) -> Any:
+            if type(other) is not type(self) and not _is_comparable(self, other):
+                return NotImplemented
+            return func(self, other)
 
     compare.__name__ = name
     return compare
