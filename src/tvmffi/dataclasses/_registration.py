@@ -64,7 +64,10 @@ def register_py_class(parent_info: TypeInfo, type_key: str, cls: type) -> TypeIn
     index = _core._type_key_to_index(type_key)
     if index is None:
         index = _core._py_class_alloc_type(type_key, parent_info.type_index)
-    elif _RETRYABLE.get(type_key) != (index, parent_info.type_index):
+    elif (
+        _RETRYABLE.get(type_key) != (index, parent_info.type_index)
+        or _core._type_info(index, MISSING)[3]
+    ):  # reused only while still without fields (no one registered any meanwhile)
         raise ValueError(f"type key {type_key!r} is already registered")
     _RETRYABLE.pop(type_key, None)
     ancestors = (*parent_info.ancestors, parent_info.type_index)
