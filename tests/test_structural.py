@@ -443,6 +443,52 @@ def test_cycle_inside_callbacks_raises_value_error() -> None:
         tvmffi.structural_mutate(Array([1]), (Array, lambda v, m: m.mutate(cyc)))
 
 
+def test_pre_order_walk_callback_making_a_cycle_raises_value_error() -> None:
+    # The runtime descends a value right after its pre-order callback: a callback that
+    # makes the value contain itself was a C stack overflow (segfault) there.
+    inner = List([2])
+    root = List([1, inner])
+
+    def close_cycle(v: Any) -> None:
+        if v.same_as(inner):
+            inner.append(root)
+
+    with pytest.raises(ValueError, match="Cycle detected"):
+        tvmffi.structural_walk(root, (List, close_cycle), order="pre")
+    seen: list[int] = []  # post-order: the children were walked before the callback
+    tvmffi.structural_walk(List([1, List([2])]), (int, seen.append), order="pre")
+    assert seen == [1, 2]
+    skipped: list[Any] = []  # a skipped value is not descended, so not checked
+
+    def skip_after_cycle(v: Any) -> Any:
+        skipped.append(v)
+        if len(skipped) == 2:
+            v.append(v)
+            return WalkResult.SKIP
+        return None
+
+    assert tvmffi.structural_walk(List([List([1])]), (List, skip_after_cycle), order="pre") is None
+    assert len(skipped) == 2
+
+
+def test_pre_order_walk_callback_nesting_too_deep_raises_recursion_error() -> None:
+    def deepen(v: Any) -> None:
+        if len(v) == 0:
+            return
+        deep: Any = List([])
+        for _ in range(3000):
+            deep = List([deep])
+        v.append(deep)
+
+    err = _run_in_small_stack_thread(
+        lambda: tvmffi.structural_walk(List([1]), (List, deepen), order="pre")
+    )
+    # Raised inside a callback, it crosses the runtime: RecursionError is not one of the
+    # error kinds registered to come back as themselves (as officially), so RuntimeError.
+    assert isinstance(err, (RecursionError, RuntimeError)), err
+    assert "too deep" in str(err)
+
+
 def test_shared_subvalues_are_not_cycles() -> None:
     # A diamond 80 levels high has 2**80 paths: the check visits each node once.
     x: Any = Array([1])

@@ -403,6 +403,21 @@ def _checked_result(fn: Callable[..., Any]) -> Callable[..., Any]:
     return lambda *args: _check(fn(*args), _TRAVERSE_LEVEL_BYTES, True)
 
 
+def _descent_checked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A pre-order walk callback after which its value is checked again: the runtime
+    descends that value next, and the callback may have changed it (made it contain
+    itself, or nest deeper than this thread's stack allows)."""
+
+    def checked(value: Any, *rest: Any) -> Any:
+        result = fn(value, *rest)
+        skips = isinstance(result, int) and result == WalkResult.SKIP
+        if not skips and not isinstance(result, VisitInterrupt):
+            _check(value, _TRAVERSE_LEVEL_BYTES, True)
+        return result
+
+    return checked
+
+
 def _typed_with_region_kind(callbacks: Any, api_name: str) -> list[tuple[int, Callable[..., Any]]]:
     return [(index, _with_region_kind(fn)) for index, fn in _typed(callbacks, api_name)]
 
@@ -448,6 +463,9 @@ def structural_walk(
     order_index = _order_index(order, "structural_walk")
     plain = _typed(callbacks, "structural_walk")
     regioned = _typed_with_region_kind(with_def_region_kind, "structural_walk")
+    if order_index == WalkOrder.PREORDER:
+        plain = [(index, _descent_checked(fn)) for index, fn in plain]
+        regioned = [(index, _descent_checked(fn)) for index, fn in regioned]
     root = _check(root, _TRAVERSE_LEVEL_BYTES, True)
     return _StructuralWalk(root, plain, regioned, order_index)  # type: ignore[no-any-return]
 
