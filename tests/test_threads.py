@@ -118,3 +118,44 @@ def test_runtime_builtins_keep_the_gil() -> None:
     it = tvmffi.get_global_func("ffi.MapForwardIterFunctor")(tvmffi.Map({1: 2}))
     assert it.release_gil is False
     assert tvmffi.get_global_func("testing.echo").release_gil is True
+
+
+def test_py_class_key_decorated_from_threads_at_once_is_claimed_once() -> None:
+    # Threads decorating classes with one type key: one gets it, the others are told it
+    # is taken. (The lookup and the allocation were two steps: several threads found
+    # the key free and all registered fields on one type, "Duplicate field name".)
+    from tvmffi.dataclasses import field, py_class
+
+    threads = 8
+    keys = [f"test_threads.Claimed{i}" for i in range(20)]
+    start = threading.Barrier(threads)
+    won: list[tuple[str, type]] = []
+    failures: list[BaseException] = []
+
+    def body() -> None:
+        start.wait()
+        for key in keys:
+            try:
+
+                @py_class(key)
+                class C(tvmffi.Object):
+                    a: int
+                    b: list[int] = field(default_factory=list)
+
+                won.append((key, C))
+            except ValueError as e:
+                if "already registered" not in str(e):
+                    failures.append(e)
+            except BaseException as e:  # reported to the main thread
+                failures.append(e)
+
+    pool = [threading.Thread(target=body) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    assert not failures, failures[0]
+    assert sorted(k for k, _ in won) == sorted(keys)
+    for _, cls in won:
+        obj = cls(3, [1, 2])
+        assert obj.a == 3 and list(obj.b) == [1, 2]

@@ -13,6 +13,7 @@ type-attribute hooks. ``add_class_attrs`` puts the descriptors on the class.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Collection
 from typing import Any
 
@@ -61,15 +62,18 @@ def register_py_class(parent_info: TypeInfo, type_key: str, cls: type) -> TypeIn
         raise TypeError(f"type_key must be a non-empty str, got {type_key!r}")
     if not isinstance(parent_info, TypeInfo):
         raise TypeError(f"parent_info must be a TypeInfo, got {type(parent_info).__name__}")
-    index = _core._type_key_to_index(type_key)
-    if index is None:
-        index = _core._py_class_alloc_type(type_key, parent_info.type_index)
-    elif (
-        _RETRYABLE.get(type_key) != (index, parent_info.type_index)
-        or _core._type_info(index, MISSING)[3]
-    ):  # reused only while still without fields (no one registered any meanwhile)
-        raise ValueError(f"type key {type_key!r} is already registered")
-    _RETRYABLE.pop(type_key, None)
+    # Looking the key up and allocating it is one step: two threads decorating classes
+    # with one key would otherwise both find it free and both register fields on it.
+    with _CLAIM_LOCK:
+        index = _core._type_key_to_index(type_key)
+        if index is None:
+            index = _core._py_class_alloc_type(type_key, parent_info.type_index)
+        elif (
+            _RETRYABLE.get(type_key) != (index, parent_info.type_index)
+            or _core._type_info(index, MISSING)[3]
+        ):  # reused only while still without fields (no one registered any meanwhile)
+            raise ValueError(f"type key {type_key!r} is already registered")
+        _RETRYABLE.pop(type_key, None)
     ancestors = (*parent_info.ancestors, parent_info.type_index)
     info = TypeInfo(index, type_key, ancestors, None, ())
     _TYPE_INFO_CACHE[index] = info
@@ -84,6 +88,7 @@ def register_py_class(parent_info: TypeInfo, type_key: str, cls: type) -> TypeIn
 # Type keys of failed decorations that registered nothing with the runtime but the type:
 # key -> (type index, parent index); a retry under the same parent takes the type back.
 _RETRYABLE: dict[str, tuple[int, int]] = {}
+_CLAIM_LOCK = threading.Lock()
 
 
 def unregister_py_class(cls: type, info: TypeInfo) -> None:
