@@ -159,3 +159,40 @@ def test_py_class_key_decorated_from_threads_at_once_is_claimed_once() -> None:
     for _, cls in won:
         obj = cls(3, [1, 2])
         assert obj.a == 3 and list(obj.b) == [1, 2]
+
+
+def test_py_classes_registered_from_threads_at_once() -> None:
+    # Each registration drops generated subclasses, scanning the class registry with a
+    # Python test per entry: another thread registering meanwhile made that scan fail
+    # with "dictionary changed size during iteration". Frequent thread switches.
+    import sys
+
+    from tvmffi.dataclasses import py_class
+
+    failures: list[BaseException] = []
+    start = threading.Barrier(THREADS)
+
+    def body(t: int) -> None:
+        start.wait()
+        try:
+            for i in range(40):
+
+                @py_class(f"test_threads.Many{t}_{i}")
+                class C(tvmffi.Object):
+                    a: int
+
+                assert C(i).a == i
+        except BaseException as e:  # reported to the main thread
+            failures.append(e)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        pool = [threading.Thread(target=body, args=(t,)) for t in range(THREADS)]
+        for th in pool:
+            th.start()
+        for th in pool:
+            th.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not failures, failures[0]

@@ -557,9 +557,12 @@ def _is_synthetic(cls: type) -> bool:
 
 def _forget_synthetic() -> None:
     """Drop generated subclasses: a newly registered class may be a nearer ancestor."""
-    for index in [i for i, c in _REGISTERED.items() if _is_synthetic(c)]:
-        del _REGISTERED[index]
-        _core.unregister_object_class(index)
+    # A snapshot (list() of a dict is one step under the GIL): _is_synthetic is Python,
+    # and another thread registering a class meanwhile changed the dict's size.
+    for index, cls in list(_REGISTERED.items()):
+        if _is_synthetic(cls) and _REGISTERED.get(index) is cls:
+            del _REGISTERED[index]
+            _core.unregister_object_class(index)
 
 
 def _subclass_hook(index: int, ancestor: type) -> type:
