@@ -557,9 +557,10 @@ def _is_synthetic(cls: type) -> bool:
 
 def _forget_synthetic() -> None:
     """Drop generated subclasses: a newly registered class may be a nearer ancestor."""
-    # A snapshot (list() of a dict is one step under the GIL): _is_synthetic is Python,
-    # and another thread registering a class meanwhile changed the dict's size.
-    for index, cls in list(_REGISTERED.items()):
+    # Over a copy (dict.copy() allocates no per-entry objects, so no garbage collection,
+    # finalizer or thread switch can run in the middle of it, unlike list(d.items())):
+    # another thread registering a class meanwhile changed the registry's size.
+    for index, cls in _REGISTERED.copy().items():
         if _is_synthetic(cls) and _REGISTERED.get(index) is cls:
             del _REGISTERED[index]
             _core.unregister_object_class(index)
