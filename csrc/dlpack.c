@@ -147,7 +147,8 @@ int exchange_fill(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, DLTensor
     return wrap_error(argpos, obj, "DLPack export");
   }
   if (dl_check(dl, Py_TYPE(obj)->tp_name, argpos) != 0) return -1;
-  return e->is_torch ? torch_check_lazy_bits(obj, dl, argpos) : 0;
+  /* (the layout test first, here: the common contiguous tensor makes no call) */
+  return e->is_torch && may_carry_lazy_bits(dl) ? torch_check_lazy_bits(obj, dl, argpos) : 0;
 }
 
 /* A producer's managed export, now owned by the caller. */
