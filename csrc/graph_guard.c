@@ -11,6 +11,9 @@
  * caller's estimate of stack bytes per level.
  *
  *   _graph_check(value, bytes_per_level, skip_seq_ignored) -> value to pass on
+ *   _graph_call(fn, bytes_per_level, skip_seq_ignored, checked, *args)
+ *                                  -> fn(*args), the arguments in bit mask `checked`
+ *                                     checked in the same step (no other thread between)
  *   _depth_limit(bytes_per_level) -> levels of nesting the calling thread's
  *                                     stack has room for
  *
@@ -412,53 +415,118 @@ static int check_handle(TVMFFIObject* obj, int64_t bytes_per_level, int skip_ign
   return rc < 0 ? -1 : 0;
 }
 
-/* _graph_check(value, bytes_per_level, skip_seq_ignored): the value to pass
- * to the runtime in value's place. Objects (and obj._move() references) are
- * checked and passed as they are; lists, dicts and other convertible values
- * are converted once here, checked, and the converted object is returned. */
-static PyObject* py_graph_check(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
-  (void)m;
-  long long per_level;
-  if (nargs != 3 || (per_level = PyLong_AsLongLong(args[1])) <= 0) {
-    if (!PyErr_Occurred()) {
-      PyErr_SetString(PyExc_TypeError, "_graph_check(value, bytes_per_level > 0, skip_ignored)");
-    }
-    return NULL;
+/* The value to pass to the runtime in value's place, before its check: objects
+ * and obj._move() references as they are, lists, dicts and other convertible
+ * values converted once (this may run Python code: __tvm_ffi_value__, __index__).
+ * New reference, or NULL with the error set. */
+static PyObject* converted_value(PyObject* value) {
+  if (is_plain_scalar(value) || Py_IS_TYPE(value, &TVMFFIRValueRefType) ||
+      tvmffi_is_object(value)) {
+    return Py_NewRef(value);
   }
-  PyObject* value = args[0];
-  int skip = PyObject_IsTrue(args[2]);
-  if (skip < 0) return NULL;
-  if (is_plain_scalar(value)) return Py_NewRef(value);
+  TVMFFIAny any;
+  if (tvmffi_py_to_owned_any(value, &any) != 0) return NULL;
+  return tvmffi_any_to_py_owned(&any);
+}
+
+/* Check a converted_value (runs no Python code): 0, or -1 with ValueError for a
+ * cycle / RecursionError for too deep. */
+static int check_value(PyObject* value, long long per_level, int skip) {
   if (Py_IS_TYPE(value, &TVMFFIRValueRefType)) { /* obj._move(): check obj, keep the move */
     PyObject* target = PyObject_GetAttrString(value, "obj");
-    if (target == NULL) return NULL;
+    if (target == NULL) return -1;
     int rc = 0;
     if (tvmffi_is_object(target)) {
       TVMFFIObjectHandle h = tvmffi_object_handle(target);
       rc = h != NULL ? check_handle(h, per_level, skip) : -1;
     }
     Py_DECREF(target);
-    return rc == 0 ? Py_NewRef(value) : NULL;
+    return rc;
   }
-  if (tvmffi_is_object(value)) {
-    TVMFFIObjectHandle h = tvmffi_object_handle(value);
-    if (h == NULL || check_handle(h, per_level, skip) != 0) return NULL;
-    return Py_NewRef(value);
+  if (!tvmffi_is_object(value)) return 0;
+  TVMFFIObjectHandle h = tvmffi_object_handle(value);
+  return h != NULL ? check_handle(h, per_level, skip) : -1;
+}
+
+static PyObject* checked_value(PyObject* value, long long per_level, int skip) {
+  PyObject* v = converted_value(value);
+  if (v != NULL && check_value(v, per_level, skip) != 0) Py_CLEAR(v);
+  return v;
+}
+
+static int guard_args(PyObject* per_level_obj, PyObject* skip_obj, long long* per_level,
+                      int* skip, const char* usage) {
+  if ((*per_level = PyLong_AsLongLong(per_level_obj)) <= 0) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, usage);
+    return -1;
   }
-  TVMFFIAny any;
-  if (tvmffi_py_to_owned_any(value, &any) != 0) return NULL;
-  if (any.type_index >= kTVMFFIStaticObjectBegin &&
-      check_handle(any.v_obj, per_level, skip) != 0) {
-    tvmffi_any_release(&any);
+  *skip = PyObject_IsTrue(skip_obj);
+  return *skip < 0 ? -1 : 0;
+}
+
+/* _graph_check(value, bytes_per_level, skip_seq_ignored): checked_value. */
+static PyObject* py_graph_check(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
+  (void)m;
+  static const char usage[] = "_graph_check(value, bytes_per_level > 0, skip_ignored)";
+  long long per_level;
+  int skip;
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, usage);
     return NULL;
   }
-  return tvmffi_any_to_py_owned(&any);
+  if (guard_args(args[1], args[2], &per_level, &skip, usage) != 0) return NULL;
+  return checked_value(args[0], per_level, skip);
+}
+
+/* _graph_call(fn, bytes_per_level, skip_seq_ignored, checked, *args): fn(*args), each
+ * argument i with bit i set in `checked` passed as checked_value gives it. Checking and calling
+ * are one step for other Python threads: between a separate check and the call
+ * another thread could make a checked List contain itself (the runtime functions
+ * called here keep the GIL, and packing checked values runs no Python code). */
+#define GRAPH_CALL_MAX_ARGS 8
+static PyObject* py_graph_call(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
+  (void)m;
+  static const char usage[] =
+      "_graph_call(fn, bytes_per_level > 0, skip_ignored, checked bit mask, *args), at most 8 args";
+  long long per_level;
+  int skip;
+  if (nargs < 4 || nargs - 4 > GRAPH_CALL_MAX_ARGS) {
+    PyErr_SetString(PyExc_TypeError, usage);
+    return NULL;
+  }
+  if (guard_args(args[1], args[2], &per_level, &skip, usage) != 0) return NULL;
+  Py_ssize_t n = nargs - 4;
+  long checked = PyLong_AsLong(args[3]);
+  if (checked < 0 || checked >= (1L << n)) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, usage);
+    return NULL;
+  }
+  PyObject* call_args[GRAPH_CALL_MAX_ARGS];
+  Py_ssize_t made = 0;
+  PyObject* result = NULL;
+  /* Conversions first (they may run Python code, so other threads), then the
+   * checks and the call with no Python code in between. */
+  for (; made < n; ++made) {
+    call_args[made] = (checked >> made) & 1 ? converted_value(args[4 + made])
+                                            : Py_NewRef(args[4 + made]);
+    if (call_args[made] == NULL) goto done;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if ((checked >> i) & 1 && check_value(call_args[i], per_level, skip) != 0) goto done;
+  }
+  result = PyObject_Vectorcall(args[0], call_args, (size_t)n, NULL);
+done:
+  for (Py_ssize_t i = 0; i < made; ++i) Py_DECREF(call_args[i]);
+  return result;
 }
 
 static PyMethodDef guard_methods[] = {
     {"_graph_check", (PyCFunction)(void (*)(void))py_graph_check, METH_FASTCALL,
      "_graph_check(value, bytes_per_level, skip_seq_ignored): value checked for cycles and "
      "depth before a recursive runtime traversal (ValueError / RecursionError)."},
+    {"_graph_call", (PyCFunction)(void (*)(void))py_graph_call, METH_FASTCALL,
+     "_graph_call(fn, bytes_per_level, skip_seq_ignored, checked, *args): fn(*args), the "
+     "arguments in bit mask `checked` checked as by _graph_check in the same step."},
     {"_depth_limit", py_depth_limit, METH_O,
      "_depth_limit(bytes_per_level): levels of nesting this thread's stack has room for."},
     {NULL, NULL, 0, NULL},

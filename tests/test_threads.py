@@ -196,3 +196,50 @@ def test_py_classes_registered_from_threads_at_once() -> None:
     finally:
         sys.setswitchinterval(old)
     assert not failures, failures[0]
+
+
+def test_structural_check_and_call_are_one_step_for_other_threads() -> None:
+    # structural_* check their input (no cycle, fits the stack) before the runtime's
+    # recursion. A thread making a List contain itself between the check and the call
+    # overflowed the runtime's C stack (segfault within a second of this loop).
+    import sys
+
+    lst = tvmffi.List([1, tvmffi.List([2])])
+    done = threading.Event()
+    failures: list[BaseException] = []
+    ops = [
+        tvmffi.structural_hash,
+        lambda v: tvmffi.structural_equal(v, v),
+        tvmffi.StructuralKey,
+        tvmffi.serialization.to_json_graph_str,
+        lambda v: tvmffi.structural_walk(v, ()),
+    ]
+
+    def reader() -> None:
+        try:
+            for i in range(20000):
+                try:
+                    ops[i % len(ops)](lst)
+                except ValueError as e:  # it was cyclic when checked
+                    assert "Cycle detected" in str(e)
+        except BaseException as e:  # reported to the main thread
+            failures.append(e)
+        finally:
+            done.set()
+
+    def writer() -> None:
+        while not done.is_set():
+            lst.append(lst)
+            lst.pop()
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        pool = [threading.Thread(target=reader), threading.Thread(target=writer)]
+        for th in pool:
+            th.start()
+        for th in pool:
+            th.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not failures, failures[0]

@@ -50,9 +50,10 @@ def to_json_graph_str(obj: Any, metadata: dict[str, Any] | None = None) -> str:
     Example: ``from_json_graph_str(to_json_graph_str([1, 2]))`` is ``Array([1, 2])``.
     A value that contains itself raises ``ValueError``.
     """
-    obj = _core._graph_check(obj, _ENCODE_LEVEL_BYTES, False)
-    metadata = _core._graph_check(metadata, _ENCODE_LEVEL_BYTES, False)
-    return str(_ToJSONGraphString(obj, metadata))
+    # Checked and encoded in one step (no other thread can change them in between).
+    return str(
+        _core._graph_call(_ToJSONGraphString, _ENCODE_LEVEL_BYTES, False, 0b11, obj, metadata)
+    )
 
 
 def from_json_graph_str(json_str: str) -> Any:

@@ -74,7 +74,10 @@ _BASE_CLASS_KEYS: dict[Any, str] = {
 # the stack each level takes (about 2.5x what the runtime's worst case measured). Fields
 # marked structural_eq="ignore" are skipped, as every structural traversal skips them
 # (a parent back-pointer there is not a cycle for them).
+# Entry points check and call in one step (_call): between a separate check and the
+# call another thread could make a checked List contain itself.
 _check = _core._graph_check
+_call = _core._graph_call
 _HASH_LEVEL_BYTES = 1024  # structural hash, StructuralKey: ~230 bytes measured
 _EQ_LEVEL_BYTES = 2048  # structural equal and mismatch: ~850
 _TRAVERSE_LEVEL_BYTES = 3584  # walk, visit, map, mutate: ~1450
@@ -139,9 +142,10 @@ def structural_equal(
     ``map_free_vars`` lets free variables map to each other; ``skip_tensor_content``
     compares tensors by shape and dtype only.
     """
-    lhs = _check(lhs, _EQ_LEVEL_BYTES, True)
-    rhs = _check(rhs, _EQ_LEVEL_BYTES, True)
-    return bool(_StructuralEqual(lhs, rhs, map_free_vars, skip_tensor_content))
+    return bool(
+        _call(_StructuralEqual, _EQ_LEVEL_BYTES, True, 0b11, lhs, rhs, map_free_vars,
+              skip_tensor_content)
+    )
 
 
 def structural_hash(
@@ -151,8 +155,8 @@ def structural_hash(
 
     The runtime's int64 hash is returned as an unsigned 64-bit int, as officially.
     """
-    value = _check(value, _HASH_LEVEL_BYTES, True)
-    h = _StructuralHash(value, map_free_vars, skip_tensor_content)
+    h = _call(_StructuralHash, _HASH_LEVEL_BYTES, True, 0b1, value, map_free_vars,
+              skip_tensor_content)
     return int(h) & _U64_MASK
 
 
@@ -160,9 +164,8 @@ def get_first_structural_mismatch(
     lhs: Any, rhs: Any, map_free_vars: bool = False, skip_tensor_content: bool = False
 ) -> tuple[AccessPath, AccessPath] | None:
     """``None`` if the values are structurally equal, else the first mismatch's access paths."""
-    lhs = _check(lhs, _EQ_LEVEL_BYTES, True)
-    rhs = _check(rhs, _EQ_LEVEL_BYTES, True)
-    result = _GetFirstStructuralMismatch(lhs, rhs, map_free_vars, skip_tensor_content)
+    result = _call(_GetFirstStructuralMismatch, _EQ_LEVEL_BYTES, True, 0b11, lhs, rhs,
+                   map_free_vars, skip_tensor_content)
     if result is None:
         return None
     return (result[0], result[1])
@@ -182,8 +185,8 @@ class StructuralKey(Object):
 
     def __init__(self, key: Any) -> None:
         """Wrap ``key``."""
-        key = _check(key, _HASH_LEVEL_BYTES, True)
-        self.__init_handle_by_constructor__(_StructuralKey, key)
+        _call(self.__init_handle_by_constructor__, _HASH_LEVEL_BYTES, True, 0b10,
+              _StructuralKey, key)
 
     def __hash__(self) -> int:
         """The cached structural hash (unsigned)."""
@@ -194,9 +197,7 @@ class StructuralKey(Object):
         if not isinstance(other, StructuralKey):
             return False
         # A key's value may have been made cyclic or deeper (a List inside) since.
-        _check(self, _EQ_LEVEL_BYTES, True)
-        _check(other, _EQ_LEVEL_BYTES, True)
-        return bool(_StructuralKeyEqual(self, other))
+        return bool(_call(_StructuralKeyEqual, _EQ_LEVEL_BYTES, True, 0b11, self, other))
 
     def __ne__(self, other: object) -> bool:
         """Negation of ``==``."""
@@ -231,8 +232,9 @@ class StructuralVisitor(Object):
 
     def visit(self, value: Any) -> VisitInterrupt | None:
         """Visit ``value`` through this visitor's callbacks; a :class:`VisitInterrupt` stops."""
-        value = _check(value, _TRAVERSE_LEVEL_BYTES, True)
-        return _StructuralVisitorVisit(self, value)  # type: ignore[no-any-return]
+        return _call(  # type: ignore[no-any-return]
+            _StructuralVisitorVisit, _TRAVERSE_LEVEL_BYTES, True, 0b10, self, value
+        )
 
     def default_visit(self, value: Any) -> VisitInterrupt | None:
         """Visit ``value``'s children by its registered/reflected traversal.
@@ -240,8 +242,9 @@ class StructuralVisitor(Object):
         The callbacks are bypassed for ``value`` itself, not for its children. Never
         call it on the value whose own ``__s_visit__`` hook is running (that recurses).
         """
-        value = _check(value, _TRAVERSE_LEVEL_BYTES, True)
-        return _StructuralVisitorDefaultVisit(self, value)  # type: ignore[no-any-return]
+        return _call(  # type: ignore[no-any-return]
+            _StructuralVisitorDefaultVisit, _TRAVERSE_LEVEL_BYTES, True, 0b10, self, value
+        )
 
     def def_region_kind(self) -> DefRegionKind:
         """The definition region the visit is in now."""
@@ -261,14 +264,14 @@ class StructuralMutator(Object):
 
     def mutate(self, value: Any) -> Any:
         """``value`` mutated through the callbacks (a copy where anything changed)."""
-        value = _check(value, _TRAVERSE_LEVEL_BYTES, True)
-        return _StructuralMutatorMutate(self, value)
+        return _call(_StructuralMutatorMutate, _TRAVERSE_LEVEL_BYTES, True, 0b10, self, value)
 
     def default_mutate(self, value: Any) -> Any:
         """``value`` mutated by its registered/reflected default, bypassing the callbacks
         for ``value`` itself (its children go through them)."""
-        value = _check(value, _TRAVERSE_LEVEL_BYTES, True)
-        return _StructuralMutatorDefaultMutate(self, value)
+        return _call(
+            _StructuralMutatorDefaultMutate, _TRAVERSE_LEVEL_BYTES, True, 0b10, self, value
+        )
 
     def var_remap_get(self, var: Object) -> Any | None:
         """The replacement recorded for variable ``var``, or ``None``."""
@@ -466,8 +469,9 @@ def structural_walk(
     if order_index == WalkOrder.PREORDER:
         plain = [(index, _descent_checked(fn)) for index, fn in plain]
         regioned = [(index, _descent_checked(fn)) for index, fn in regioned]
-    root = _check(root, _TRAVERSE_LEVEL_BYTES, True)
-    return _StructuralWalk(root, plain, regioned, order_index)  # type: ignore[no-any-return]
+    return _call(  # type: ignore[no-any-return]
+        _StructuralWalk, _TRAVERSE_LEVEL_BYTES, True, 0b1, root, plain, regioned, order_index
+    )
 
 
 def structural_visit(root: Any, callbacks: _Callbacks = ()) -> VisitInterrupt | None:
@@ -479,8 +483,9 @@ def structural_visit(root: Any, callbacks: _Callbacks = ()) -> VisitInterrupt | 
     Returns ``None``, or the :class:`VisitInterrupt` that stopped the visit.
     """
     entries = _typed(callbacks, "structural_visit")
-    root = _check(root, _TRAVERSE_LEVEL_BYTES, True)
-    return _StructuralVisit(root, entries)  # type: ignore[no-any-return]
+    return _call(  # type: ignore[no-any-return]
+        _StructuralVisit, _TRAVERSE_LEVEL_BYTES, True, 0b1, root, entries
+    )
 
 
 def structural_mutate(root: Any, callbacks: _Callbacks = ()) -> Any:
@@ -496,8 +501,7 @@ def structural_mutate(root: Any, callbacks: _Callbacks = ()) -> Any:
         (index, fn, _accepts_inplace_mode(fn))
         for index, fn in _typed(callbacks, "structural_mutate")
     ]
-    root = _check(root, _TRAVERSE_LEVEL_BYTES, True)
-    return _StructuralMutate(root, entries)
+    return _call(_StructuralMutate, _TRAVERSE_LEVEL_BYTES, True, 0b1, root, entries)
 
 
 def structural_map(
@@ -519,5 +523,6 @@ def structural_map(
         (i, _checked_result(fn))
         for i, fn in _typed_with_region_kind(with_def_region_kind, "structural_map")
     ]
-    root = _check(root, _TRAVERSE_LEVEL_BYTES, True)
-    return _StructuralMap(root, plain, regioned, order_index)
+    return _call(
+        _StructuralMap, _TRAVERSE_LEVEL_BYTES, True, 0b1, root, plain, regioned, order_index
+    )
