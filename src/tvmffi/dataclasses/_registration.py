@@ -18,37 +18,35 @@ from collections.abc import Collection
 from typing import Any
 
 from .. import _core
+from .._dunder import _pack_args
 from ..function import _cached_global_func
 from ..object import (
+    _COMPARE_OFF,
+    _DEFAULT_FROM_FACTORY,
+    _HAS_DEFAULT,
+    _HASH_OFF,
+    _INIT_OFF,
+    _KW_ONLY,
     _REGISTERED,
+    _REPR_OFF,
+    _SEQ_HASH_DEF_PATTERN,
+    _SEQ_HASH_DEF_SIMPLE,
+    _SEQ_HASH_IGNORE,
     _TYPE_INFO_CACHE,
     MISSING,
     TypeInfo,
     _forget_synthetic,
-    _kwargs_marker,
     _refresh_type_info,
 )
-
-# Field flag bits (c_api.h).
-_HAS_DEFAULT = 1 << 1
-_SEQ_IGNORE = 1 << 3
-_SEQ_DEF_PATTERN = 1 << 4
-_DEFAULT_FROM_FACTORY = 1 << 5
-_REPR_OFF = 1 << 6
-_COMPARE_OFF = 1 << 7
-_HASH_OFF = 1 << 8
-_INIT_OFF = 1 << 9
-_KW_ONLY = 1 << 10
-_SEQ_DEF_SIMPLE = 1 << 12
 
 _OBJECT_HEADER_SIZE = 24  # sizeof(TVMFFIObject)
 
 _STRUCTURAL_EQ_FLAGS = {
     None: 0,
-    "ignore": _SEQ_IGNORE,
-    "def": _SEQ_DEF_PATTERN,
-    "def-pattern": _SEQ_DEF_PATTERN,
-    "def-simple": _SEQ_DEF_SIMPLE,
+    "ignore": _SEQ_HASH_IGNORE,
+    "def": _SEQ_HASH_DEF_PATTERN,
+    "def-pattern": _SEQ_HASH_DEF_PATTERN,
+    "def-simple": _SEQ_HASH_DEF_SIMPLE,
 }
 
 
@@ -297,14 +295,7 @@ def install_ffi_init_attr(cls: type, info: TypeInfo, ffi_init: Any) -> None:
                 f"Calling `{type_name}.__ffi_init__()` on a `{type(self).__name__}` "
                 f"instance is not supported. Define `{type(self).__name__}` with init=True."
             )
-        packed: list[Any] = list(args)
-        if kwargs:
-            packed.append(_kwargs_marker())
-            for key, value in kwargs.items():
-                if value is not MISSING:
-                    packed.append(key)
-                    packed.append(value)
-        self.__init_handle_by_constructor__(ffi_init, *packed)
+        self.__init_handle_by_constructor__(ffi_init, *_pack_args(args, kwargs))
 
     __ffi_init__.__qualname__ = f"{cls.__qualname__}.__ffi_init__"
     __ffi_init__.__module__ = cls.__module__
