@@ -91,7 +91,7 @@ static void callback_deleter(void* self, int flags) {
   }
   if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) Py_CLEAR(cb->callable);
   if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) {
-    if (g_free_count < FREE_BLOCKS_MAX) {
+    if (TVMFFI_FREE_LISTS && g_free_count < FREE_BLOCKS_MAX) {
       g_free_blocks[g_free_count++] = cb;
     } else {
       PyMem_RawFree(cb);
@@ -102,7 +102,8 @@ static void callback_deleter(void* self, int flags) {
 
 int tvmffi_callback_create(PyObject* callable, TVMFFIObjectHandle* out) {
   PyCallback* cb =
-      g_free_count > 0 ? g_free_blocks[--g_free_count] : PyMem_RawMalloc(sizeof(PyCallback));
+      TVMFFI_FREE_LISTS && g_free_count > 0 ? g_free_blocks[--g_free_count]
+                                           : PyMem_RawMalloc(sizeof(PyCallback));
   if (cb == NULL) {
     PyErr_NoMemory();
     return -1;

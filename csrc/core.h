@@ -42,6 +42,17 @@ static inline int32_t tvmffi_type_index_of(TVMFFIObjectHandle obj) {
   return ((TVMFFIObject*)obj)->type_index;
 }
 
+/* ---- free lists ------------------------------------------------------------- */
+/* Blocks made and dropped at call rate (result objects, callbacks, Tensor
+ * objects of arguments) are recycled through small free lists touched only
+ * with the GIL held. Off without a GIL to serialize them, and in sanitizer
+ * builds, so that ASan sees every free. */
+#if defined(Py_GIL_DISABLED) || defined(TVMFFI_SANITIZE)
+#define TVMFFI_FREE_LISTS 0
+#else
+#define TVMFFI_FREE_LISTS 1
+#endif
+
 /* ---- temporaries created while packing arguments -------------------------- */
 /* Objects created only to carry an argument (heap strings, wrapped callables,
  * containers built from lists) are owned here and released after the call. */

@@ -107,27 +107,11 @@ static int torch_bit(PyObject* obj, PyObject** method, const char* name) {
   return set;
 }
 
-/* Whether a torch tensor with this layout may carry a lazy bit, so torch must
- * be asked (~100 ns a question, through torch's dispatcher). The conjugate
- * bit exists on complex tensors only. A real tensor with the negative bit is
- * a view of complex storage (x.conj().imag and views of it): its strides
- * count whole complex elements, so they are even, and a tensor whose
- * innermost dimension of size > 1 has stride 1 cannot be one. That is the
- * common, contiguous case, which thus pays nothing. */
-static int may_carry_lazy_bits(const DLTensor* dl) {
-  if (dl->dtype.code == kDLComplex) return 1;
-  for (int i = dl->ndim - 1; i >= 0; --i) {
-    if (dl->shape[i] > 1) return dl->strides != NULL && dl->strides[i] != 1;
-  }
-  return 1; /* at most one element: nothing to tell from the strides */
-}
-
 /* A torch tensor whose conjugate or negative bit is set means values its
  * memory does not hold (conj(x), -x); DLPack has no such flags, so passing the
  * memory would hand the callee wrong values. Refused, as torch's own
  * __dlpack__ refuses the conjugate bit (the official binding drops both). */
-int torch_check_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos) {
-  if (!may_carry_lazy_bits(dl)) return 0;
+int torch_ask_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos) {
   int conj = dl->dtype.code == kDLComplex ? torch_bit(obj, &g_torch_is_conj, "is_conj") : 0;
   int neg = conj == 0 ? torch_bit(obj, &g_torch_is_neg, "is_neg") : 0;
   if (conj < 0 || neg < 0) return wrap_error(argpos, obj, "is_conj()/is_neg()");
@@ -147,8 +131,7 @@ int exchange_fill(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, DLTensor
     return wrap_error(argpos, obj, "DLPack export");
   }
   if (dl_check(dl, Py_TYPE(obj)->tp_name, argpos) != 0) return -1;
-  /* (the layout test first, here: the common contiguous tensor makes no call) */
-  return e->is_torch && may_carry_lazy_bits(dl) ? torch_check_lazy_bits(obj, dl, argpos) : 0;
+  return e->is_torch ? torch_check_lazy_bits(obj, dl, argpos) : 0;
 }
 
 /* A producer's managed export, now owned by the caller. */

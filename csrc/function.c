@@ -60,6 +60,18 @@ static int keep_moved(const TVMFFIAny* packed, Py_ssize_t nargs, Py_ssize_t move
   return 0;
 }
 
+/* The callee itself, with the GIL released around it when asked. */
+static inline int invoke(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call,
+                         const TVMFFIAny* args, int32_t nargs, TVMFFIAny* result,
+                         int release_gil) {
+  if (!release_gil) return safe_call(func, args, nargs, result);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = safe_call(func, args, nargs, result);
+  Py_END_ALLOW_THREADS
+  return rc;
+}
+
 static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call,
                            PyObject* const* args, Py_ssize_t nargs, int release_gil) {
   TVMFFIAny stack[STACK_ARGS];
@@ -88,14 +100,7 @@ static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call
   DLPackManagedTensorAllocator prev_alloc = NULL;
   int restore_alloc = 0;
   if (api != NULL && tvmffi_framework_enter(api, &prev_alloc, &restore_alloc) != 0) goto done;
-  int rc;
-  if (release_gil) {
-    Py_BEGIN_ALLOW_THREADS
-    rc = safe_call(func, packed, (int32_t)nargs, &result);
-    Py_END_ALLOW_THREADS
-  } else {
-    rc = safe_call(func, packed, (int32_t)nargs, &result);
-  }
+  int rc = invoke(func, safe_call, packed, (int32_t)nargs, &result, release_gil);
   if (restore_alloc && tvmffi_framework_leave(prev_alloc) != 0) {
     if (rc == 0) tvmffi_any_release(&result);
     else tvmffi_discard_ffi_error();
@@ -120,14 +125,7 @@ static PyObject* call_no_args(TVMFFIObjectHandle func, TVMFFISafeCallType safe_c
                               int release_gil) {
   TVMFFIAny result = {.type_index = kTVMFFINone};
   TVMFFIAny no_args[1] = {{.type_index = kTVMFFINone}}; /* a valid pointer, never read */
-  int rc;
-  if (release_gil) {
-    Py_BEGIN_ALLOW_THREADS
-    rc = safe_call(func, no_args, 0, &result);
-    Py_END_ALLOW_THREADS
-  } else {
-    rc = safe_call(func, no_args, 0, &result);
-  }
+  int rc = invoke(func, safe_call, no_args, 0, &result, release_gil);
   if (rc != 0) return tvmffi_raise_ffi_error();
   if (result.type_index == kTVMFFINone) Py_RETURN_NONE;
   return tvmffi_any_to_py_owned(&result);

@@ -178,11 +178,6 @@ PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg) {
  * float and tuple free lists, plain-sized blocks are recycled (all came from
  * PyObject_Malloc, and the GIL serializes access) to skip pymalloc's work. */
 #define FREE_BLOCKS_MAX 64
-#if defined(Py_GIL_DISABLED) || defined(TVMFFI_SANITIZE)
-#define FREE_BLOCKS_ENABLED 0 /* no GIL to serialize them / let ASAN see every free */
-#else
-#define FREE_BLOCKS_ENABLED 1
-#endif
 static PyObject* g_free_blocks[FREE_BLOCKS_MAX];
 static int g_free_count;
 
@@ -217,7 +212,7 @@ static CreationKind creation_kind(PyTypeObject* cls) {
 /* An instance of a plain class owning `handle`. */
 static PyObject* new_plain(PyTypeObject* cls, TVMFFIObjectHandle handle) {
   PyObject* obj;
-  if (FREE_BLOCKS_ENABLED && g_free_count > 0) {
+  if (TVMFFI_FREE_LISTS && g_free_count > 0) {
     obj = g_free_blocks[--g_free_count];
   } else {
     obj = PyObject_Malloc(sizeof(TVMFFIPyObject));
@@ -234,7 +229,7 @@ static PyObject* new_plain(PyTypeObject* cls, TVMFFIObjectHandle handle) {
 
 /* The counterpart of new_plain for types whose tp_free is PyObject_Free. */
 static void free_instance(PyObject* op) {
-  if (FREE_BLOCKS_ENABLED && Py_TYPE(op)->tp_basicsize == (Py_ssize_t)sizeof(TVMFFIPyObject) &&
+  if (TVMFFI_FREE_LISTS && Py_TYPE(op)->tp_basicsize == (Py_ssize_t)sizeof(TVMFFIPyObject) &&
       g_free_count < FREE_BLOCKS_MAX) {
     g_free_blocks[g_free_count++] = op;
     return;

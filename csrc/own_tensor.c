@@ -43,11 +43,6 @@ static inline int gil_held(void) {
 #define SMALL_NDIM 4
 #define SMALL_BLOCK (sizeof(OwnTensor) + sizeof(int64_t) * 2 * SMALL_NDIM)
 #define FREE_TENSORS_MAX 32
-#if defined(Py_GIL_DISABLED) || defined(TVMFFI_SANITIZE)
-#define FREE_TENSORS_ENABLED 0 /* no GIL to serialize it / let ASAN see every free */
-#else
-#define FREE_TENSORS_ENABLED 1
-#endif
 static void* g_free_tensors[FREE_TENSORS_MAX];
 static int g_free_tensor_count;
 
@@ -59,7 +54,7 @@ static void* py_block(int ndim, int* alloc) {
     return PyObject_Malloc(sizeof(OwnTensor) + sizeof(int64_t) * 2 * (size_t)ndim);
   }
   *alloc = ALLOC_PY_SMALL;
-  if (FREE_TENSORS_ENABLED && g_free_tensor_count > 0) {
+  if (TVMFFI_FREE_LISTS && g_free_tensor_count > 0) {
     return g_free_tensors[--g_free_tensor_count];
   }
   return PyObject_Malloc(SMALL_BLOCK);
@@ -67,7 +62,7 @@ static void* py_block(int ndim, int* alloc) {
 
 /* With the GIL held. */
 static void py_block_free(OwnTensor* t) {
-  if (FREE_TENSORS_ENABLED && t->py_alloc == ALLOC_PY_SMALL &&
+  if (TVMFFI_FREE_LISTS && t->py_alloc == ALLOC_PY_SMALL &&
       g_free_tensor_count < FREE_TENSORS_MAX) {
     g_free_tensors[g_free_tensor_count++] = t;
     return;

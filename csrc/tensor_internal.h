@@ -157,8 +157,29 @@ int exchange_managed(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos,
 int protocol_take(PyObject* obj, Py_ssize_t argpos, DLManagedTensorVersioned** mv,
                   DLManagedTensor** ml);
 OwnTensor* exchange_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos);
-/* ValueError for a torch tensor whose lazy conjugate/negative bit is set. */
-int torch_check_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos);
+/* Whether a torch tensor with this layout may carry a lazy bit, so torch must
+ * be asked (~100 ns a question, through torch's dispatcher). The conjugate
+ * bit exists on complex tensors only. A real tensor with the negative bit is
+ * a view of complex storage (x.conj().imag and views of it): its strides
+ * count whole complex elements, so they are even, and a tensor whose
+ * innermost dimension of size > 1 has stride 1 cannot be one. That is the
+ * common, contiguous case, which thus pays nothing. */
+static inline int may_carry_lazy_bits(const DLTensor* dl) {
+  if (dl->dtype.code == kDLComplex) return 1;
+  for (int i = dl->ndim - 1; i >= 0; --i) {
+    if (dl->shape[i] > 1) return dl->strides != NULL && dl->strides[i] != 1;
+  }
+  return 1; /* at most one element: nothing to tell from the strides */
+}
+
+/* Asks torch (dlpack.c): ValueError if the conjugate/negative bit is set. */
+int torch_ask_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos);
+
+/* ValueError for a torch tensor whose lazy conjugate/negative bit is set; the
+ * layout test is inline, so the common contiguous tensor makes no call. */
+static inline int torch_check_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos) {
+  return may_carry_lazy_bits(dl) ? torch_ask_lazy_bits(obj, dl, argpos) : 0;
+}
 OwnTensor* protocol_tensor(PyObject* obj, Py_ssize_t argpos);
 
 /* ---- dlpack_export.c: tensors -> consumers --------------------------------- */
