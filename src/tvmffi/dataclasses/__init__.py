@@ -1,6 +1,7 @@
 """FFI dataclasses (the official ``tvm_ffi.dataclasses``): ``@c_class`` for C++-defined
 types, ``@py_class`` for Python-defined ones, :func:`field`, :func:`fields`,
-:func:`asdict`, :func:`astuple`, :func:`replace`, :func:`is_dataclass`."""
+:func:`asdict`, :func:`astuple`, :func:`replace`, :func:`is_dataclass`, and
+:func:`gen_abi_cpp` (C++ ABI-view headers of reflected types)."""
 
 from .._core import Object  # re-exported as officially (``dc.Object`` in class bases)
 from ..object import MISSING
@@ -8,6 +9,7 @@ from .c_class import c_class
 from .common import asdict, astuple, fields, is_dataclass, replace
 from .enum import Enum, EnumAttrMap, EnumState, IntEnum, StrEnum, auto, entry
 from .field import KW_ONLY, Field, field, init_property
+from .gen_abi_cpp import gen_abi_cpp
 from .py_class import method, py_class
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "entry",
     "field",
     "fields",
+    "gen_abi_cpp",
     "init_property",
     "is_dataclass",
     "method",
