@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import threading
 import typing
 from copy import copy
 from typing import Any, ClassVar, TypeVar
@@ -221,13 +222,11 @@ def _is_kw_only(annotation: Any) -> bool:
 
 
 def _resolve(annotation: Any, globalns: dict[str, Any], localns: dict[str, Any]) -> Any:
-    """The annotation evaluated (strings too); ``None`` when a name is not defined yet."""
+    """The annotation evaluated (strings too); an error evaluating it propagates (names
+    not defined yet were waited for before: see "deferred registration")."""
     if not isinstance(annotation, str):
         return annotation
-    try:
-        return eval(annotation, globalns, localns)
-    except Exception:
-        return None
+    return eval(annotation, globalns, localns)
 
 
 def _schema_of(annotation: Any) -> Any:
@@ -256,15 +255,60 @@ def _field_for(owner: type, cls: type, name: str, init_props: dict[str, Any]) ->
     return f
 
 
+def _field_annotations(cls: type) -> list[tuple[type, str, Any]]:
+    """``(owner, name, annotation)`` of the annotations that may be fields (not ClassVar)."""
+    return [
+        (owner, name, annotation)
+        for owner in _owners(cls)
+        for name, annotation in inspect.get_annotations(owner).items()
+        if not _is_classvar(annotation)
+    ]
+
+
+def _missing_names(
+    cls: type, globalns: dict[str, Any], localns: dict[str, Any], every_error: bool = False
+) -> list[str]:
+    """``"name: annotation (error)"`` of each string annotation naming something not
+    defined (yet): a ``NameError`` or ``AttributeError`` evaluating it (with
+    ``every_error``, any error: a diagnostic)."""
+    missing = []
+    for _, name, annotation in _field_annotations(cls):
+        if isinstance(annotation, str) and not _is_kw_only(annotation):
+            try:
+                eval(annotation, globalns, localns)
+            except Exception as err:
+                if every_error or isinstance(err, (NameError, AttributeError)):
+                    missing.append(f"{name}: {annotation.strip()} ({err})")
+    return missing
+
+
+def _namespaces(cls: type) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """Globals and locals the class's annotations are evaluated in, and what of them does
+    not resolve there.
+
+    Names resolve as in the module, then among the module's py_class types (classes
+    defined in a function body, not module globals), then the owners themselves. When a
+    name is still missing, the py_class types of every other module are tried too (a
+    type imported only under ``TYPE_CHECKING`` to break an import cycle), after these.
+    """
+    globalns = dict(getattr(sys.modules.get(cls.__module__), "__dict__", {}))
+    localns = dict(_PY_CLASSES_BY_MODULE.get(cls.__module__, {}))
+    localns.update({o.__name__: o for o in _owners(cls)})
+    localns[cls.__name__] = cls
+    missing = _missing_names(cls, globalns, localns)
+    if missing:
+        for module, classes in list(_PY_CLASSES_BY_MODULE.items()):
+            if module != cls.__module__:
+                for name, other in classes.items():
+                    localns.setdefault(name, other)
+        missing = _missing_names(cls, globalns, localns)
+    return globalns, localns, missing
+
+
 def _resolve_fields(cls: type, params: dict[str, Any]) -> tuple[list[Field], dict[str, Any]]:
     """The class's own :class:`Field` list (completed) and its init-property functions."""
-    globalns = dict(getattr(sys.modules.get(cls.__module__), "__dict__", {}))
+    globalns, localns, _ = _namespaces(cls)
     owners = _owners(cls)
-    # Names resolve as in the module, then among the module's py_class types (classes
-    # defined in a function body, not module globals), then the owners themselves.
-    localns = dict(_PY_CLASSES_BY_MODULE.get(cls.__module__, {}))
-    localns.update({o.__name__: o for o in owners})
-    localns[cls.__name__] = cls
     kw_only_active = bool(params["kw_only"])
     found: dict[str, Field] = {}
     init_props: dict[str, Any] = {}
@@ -320,8 +364,11 @@ def _parent_info(cls: type) -> TypeInfo:
     )
 
 
-def _finish(cls: type, info: TypeInfo, params: dict[str, Any]) -> None:
-    own_fields, init_props = _resolve_fields(cls, info._decorator_args)
+def _finish(cls: type, info: TypeInfo) -> None:
+    """Register the class's fields, methods and type attributes and install its dunders,
+    with the decorator's options as they are after the field-resolution hooks ran."""
+    params = info._decorator_args
+    own_fields, init_props = _resolve_fields(cls, params)
     hooks = [
         hook
         for base in reversed(cls.__mro__)
@@ -359,6 +406,125 @@ def _finish(cls: type, info: TypeInfo, params: dict[str, Any]) -> None:
         match_args=params["match_args"],
         py_class_mode=True,
     )
+
+
+# ---- deferred registration ---------------------------------------------------------
+# A class whose annotations name a type not defined yet (a self, mutual or forward
+# reference) gets its type at once, so that the other classes can name it, and its fields
+# once every name resolves (as the official binding does): after each later @py_class
+# registers its fields, or at its first instantiation, which raises TypeError naming what
+# still does not resolve. A subclass of such a class waits for it.
+_PENDING: list[type] = []
+# Finishing a class registers it with the runtime once: one thread at a time decides.
+_PENDING_LOCK = threading.RLock()
+
+
+def _own_info(cls: type) -> TypeInfo:
+    info: TypeInfo = cls.__dict__["__tvm_ffi_type_info__"]
+    return info
+
+
+def _waits_for(cls: type) -> list[str]:
+    """What keeps pending ``cls`` from registering its fields (a diagnostic): its
+    annotations that do not evaluate, or those of a pending ancestor."""
+    parent = _parent_info(cls)
+    base = parent.type_cls
+    if parent.fields is None and base is not None:
+        return [f"{base.__name__} (base class): {', '.join(_waits_for(base))}"]
+    globalns, localns, _ = _namespaces(cls)
+    return _missing_names(cls, globalns, localns, every_error=True)
+
+
+def _try_finish(cls: type) -> bool:
+    """Register the fields of pending ``cls`` (its pending ancestors' first) when all its
+    names resolve; ``False`` when one still does not. Errors of the registration itself
+    propagate, with ``cls`` still pending."""
+    info = _own_info(cls)
+    if info.fields is not None:
+        return True
+    parent = _parent_info(cls)
+    base = parent.type_cls
+    if parent.fields is None and (base is None or base not in _PENDING or not _try_finish(base)):
+        return False
+    if _namespaces(cls)[2]:
+        return False
+    deferred_init = cls.__dict__.get("__init__")
+    user_init = cls.__dict__.get("__ffi_py_class_user_init__")
+    # The real __init__ (generated, or the body's own) replaces the placeholder.
+    del cls.__init__  # type: ignore[misc]
+    if user_init is not None:
+        cls.__init__ = user_init  # type: ignore[misc]
+    try:
+        _finish(cls, info)
+    except BaseException:
+        cls.__init__ = deferred_init  # type: ignore[misc]
+        raise
+    if user_init is not None:
+        del cls.__ffi_py_class_user_init__  # type: ignore[attr-defined]
+    _PENDING.remove(cls)
+    return True
+
+
+def _flush_pending() -> None:
+    """Finish every pending class whose names resolve now, until none does. One whose
+    registration fails stays pending: its instantiation raises the error."""
+    progress = True
+    while progress:
+        progress = False
+        for cls in list(_PENDING):
+            if cls not in _PENDING:
+                continue  # finished meanwhile, as another one's base class
+            try:
+                progress |= _try_finish(cls)
+            except Exception:
+                continue  # the error is raised again by the class's instantiation
+
+
+def _unregister(cls: type, info: TypeInfo) -> None:
+    """Undo a decoration: the type key can be decorated again."""
+    _registration.unregister_py_class(cls, info)
+    module_classes = _PY_CLASSES_BY_MODULE.get(cls.__module__, {})
+    if module_classes.get(cls.__name__) is cls:
+        del module_classes[cls.__name__]
+
+
+def _defer(cls: type, info: TypeInfo) -> None:
+    """Make ``cls`` pending: a placeholder ``__init__`` finishes it at first use."""
+    user_init = cls.__dict__.get("__init__")
+    if user_init is not None:
+        cls.__ffi_py_class_user_init__ = user_init  # type: ignore[attr-defined]
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        with _PENDING_LOCK:
+            if info.fields is None and cls not in _PENDING:
+                raise TypeError(
+                    f"Cannot instantiate {cls.__name__}: its registration failed before; "
+                    "decorate the class again"
+                )
+            if info.fields is None:
+                try:
+                    if not _try_finish(cls):
+                        raise TypeError(
+                            f"Cannot instantiate {cls.__name__}: unresolved forward "
+                            f"references: {_waits_for(cls)}"
+                        )
+                except BaseException:
+                    if cls in _PENDING:
+                        _PENDING.remove(cls)
+                    _unregister(cls, info)
+                    raise
+                _flush_pending()
+        cls.__init__(self, *args, **kwargs)  # type: ignore[misc]
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__module__ = cls.__module__
+    cls.__init__ = __init__  # type: ignore[misc]
+    _PENDING.append(cls)
+
+
+def _marked(cls: _T) -> _T:
+    cls.__ffi_is_dataclass__ = True  # type: ignore[attr-defined]
+    return cls
 
 
 @dataclass_transform(eq_default=False, order_default=False, field_specifiers=(Field, field))
@@ -422,16 +588,21 @@ def py_class(
         info = _registration.register_py_class(_parent_info(cls), key, cls)
         info._decorator_args = dict(params)
         _PY_CLASSES_BY_MODULE.setdefault(cls.__module__, {})[cls.__name__] = cls
-        try:
-            _finish(cls, info, params)
-        except BaseException:
-            _registration.unregister_py_class(cls, info)
-            module_classes = _PY_CLASSES_BY_MODULE.get(cls.__module__, {})
-            if module_classes.get(cls.__name__) is cls:
-                del module_classes[cls.__name__]
-            raise
-        cls.__ffi_is_dataclass__ = True  # type: ignore[attr-defined]
-        return cls
+        with _PENDING_LOCK:
+            try:
+                if _parent_info(cls).fields is None or _namespaces(cls)[2]:
+                    _defer(cls, info)
+                    _try_finish(cls)
+                else:
+                    _finish(cls, info)
+            except BaseException:
+                if cls in _PENDING:
+                    _PENDING.remove(cls)
+                _unregister(cls, info)
+                raise
+            # A new type (even one still pending) can be what another pending class named.
+            _flush_pending()
+        return _marked(cls)
 
     if cls_or_type_key is None:
         return decorator
