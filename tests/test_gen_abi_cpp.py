@@ -187,6 +187,8 @@ def test_output_is_deterministic_and_selector_order_free(header: str) -> None:
         # A native int32 member is not an int64_t: refused, not misread.
         ("testing.TestCxxClassBase", ValueError, r"reflection reports \(4, 4\)"),
         (["tests.abi.Leaf", 3], TypeError, "as str, got int"),
+        (None, TypeError, "a sequence of them, got NoneType"),
+        (b"tests.abi.Leaf", TypeError, "a sequence of them, got bytes"),
     ],
 )
 def test_bad_selection_is_refused(selector: object, error: type, message: str) -> None:
@@ -245,3 +247,12 @@ def _c_literal_bytes(literal: str) -> bytes:
 @given(st.text(max_size=30))
 def test_string_literals_hold_the_utf8_bytes(text: str) -> None:
     assert _c_literal_bytes(_string_literal(text)) == text.encode("utf-8")
+
+
+def test_a_type_still_waiting_for_its_fields_is_refused() -> None:
+    @py_class("tests.abi.Waiting")
+    class Waiting(Object):
+        other: NotDefinedYet  # noqa: F821
+
+    with pytest.raises(ValueError, match=r"'tests\.abi\.Waiting' has no fields yet"):
+        gen_abi_cpp("tests.abi.Waiting")

@@ -259,7 +259,14 @@ def _is_python_defined(info: Any) -> bool:
 
 
 def _selectors(type_keys: str | Sequence[str]) -> list[str]:
-    selectors = [type_keys] if isinstance(type_keys, str) else list(type_keys)
+    if isinstance(type_keys, str):
+        return [type_keys]
+    if not isinstance(type_keys, Iterable) or isinstance(type_keys, (bytes, bytearray)):
+        raise TypeError(
+            "gen_abi_cpp expects a type key, a pattern or a sequence of them, "
+            f"got {type(type_keys).__name__}"
+        )
+    selectors = list(type_keys)
     for selector in selectors:
         if not isinstance(selector, str):
             raise TypeError(
@@ -515,6 +522,11 @@ class _Generator:
         return builtin.object_class
 
     def _view(self, info: TypeInfo) -> _View:
+        if info.fields is None:
+            raise ValueError(
+                f"Type {info.type_key!r} has no fields yet: its @py_class annotations name "
+                "a type not defined yet, so its layout is not known"
+            )
         if not info._has_type_metadata and not _is_python_defined(info):
             raise ValueError(
                 f"Native type {info.type_key!r} does not expose fixed total-size metadata"
