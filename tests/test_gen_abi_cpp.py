@@ -20,7 +20,7 @@ import tvmffi.cpp
 import tvmffi.testing
 from tvmffi import Device, Object
 from tvmffi.core import DataType, _lookup_or_register_type_info_from_type_key
-from tvmffi.dataclasses import gen_abi_cpp, py_class
+from tvmffi.dataclasses import IntEnum, gen_abi_cpp, py_class
 from tvmffi.dataclasses.gen_abi_cpp import _identifier, _string_literal
 
 
@@ -59,7 +59,18 @@ class Omega(Object):
     value: int
 
 
-_KEYS = ["tests.abi.sub.*", "tests.abi.Keywords", "tests.abi.Ωmega", "testing.TestIntPair"]
+class Color(IntEnum, type_key="tests.abi.Color"):
+    RED = 3
+    GREEN = 40
+
+
+_KEYS = [
+    "tests.abi.sub.*",
+    "tests.abi.Keywords",
+    "tests.abi.Ωmega",
+    "tests.abi.Color",
+    "testing.TestIntPair",
+]
 
 _READERS = r"""
 using ::tests::abi::LeafObj;
@@ -88,6 +99,7 @@ double keyword_sum(const ::tests::abi::KeywordsObj* k) {
 }
 int32_t omega_index() { return ::tests::abi::__ffi_escape_cea96d656761Obj::RuntimeTypeIndex(); }
 int64_t pair_sum(const ::testing::TestIntPairObj* p) { return p->a * 1000 + p->b; }
+int64_t color_value(const ::tests::abi::ColorObj* c) { return c->_int_index; }
 """
 
 
@@ -100,7 +112,7 @@ def header() -> str:
 @pytest.fixture(scope="module")
 def readers(header: str, tmp_path_factory: pytest.TempPathFactory) -> tvmffi.Module:
     names = re.findall(r"^[\w:]+ (\w+)\(", _READERS, re.MULTILINE)
-    assert len(names) == 13
+    assert len(names) == 14
     return tvmffi.cpp.load_inline(
         name="tvmffi_test_gen_abi_cpp",
         cpp_sources=header + _READERS,
@@ -165,7 +177,8 @@ def test_ancestors_and_dependencies_are_declared() -> None:
     assert "struct LeafObj : public ::tvm::ffi::Object {\n" in header
     assert "int64_t value;" not in header.split("struct LeafObj", 2)[2].split("};")[0]
     assert "::tvm::ffi::Any maybe;  // offset=" in header
-    assert header.count("inline constexpr bool tvm::ffi::is_object_subclass_v<") == 6
+    # Color brings its ancestors ffi.Enum and ffi.IntEnum (dynamic types) along.
+    assert header.count("inline constexpr bool tvm::ffi::is_object_subclass_v<") == 9
 
 
 def test_output_is_deterministic_and_selector_order_free(header: str) -> None:
@@ -256,3 +269,12 @@ def test_a_type_still_waiting_for_its_fields_is_refused() -> None:
 
     with pytest.raises(ValueError, match=r"'tests\.abi\.Waiting' has no fields yet"):
         gen_abi_cpp("tests.abi.Waiting")
+
+
+def test_a_field_aliasing_inherited_bytes_is_a_comment(header: str, readers: tvmffi.Module) -> None:
+    # ffi.IntEnum's `value` is registered at the offset of ffi.Enum's `_int_index`: a
+    # second C++ member there is impossible (the header would not compile), so the view
+    # names it in a comment and C++ reads it through the inherited member.
+    assert "  // int64_t value: the bytes of '_int_index' (offset=24, size=8, align=8)" in header
+    assert readers.color_value(Color.GREEN) == Color.GREEN.value == 40
+    assert readers.color_value(Color.RED) == Color.RED.value == 3

@@ -323,6 +323,9 @@ class _Member:
     reflected_name: str
     carrier: _Carrier
     offset: int
+    alias_of: str | None = None
+    """The field whose bytes this one names too (``ffi.IntEnum.value`` is the inherited
+    ``ffi.Enum._int_index``): a comment, as C++ cannot declare a second member there."""
 
 
 @dataclass(frozen=True)
@@ -532,14 +535,36 @@ class _Generator:
                 f"Native type {info.type_key!r} does not expose fixed total-size metadata"
             )
         base = self._base_of(info)
-        members = tuple(
-            _Member(_identifier(f.name), f.name, self._lower_field(f, info), f.offset)
-            for f in sorted(info.fields or (), key=lambda f: f.offset)
-        )
+        # Byte ranges already declared: the ancestors' fields, then each member emitted.
+        storage = [
+            (f.offset, f.offset + f.size, f.name)
+            for t in _lineage(info)[:-1]
+            for f in t.fields or ()
+            if f.size > 0
+        ]
+        members = []
+        for f in sorted(info.fields, key=lambda f: f.offset):
+            carrier = self._lower_field(f, info)
+            member = _Member(_identifier(f.name), f.name, carrier, f.offset)
+            end = f.offset + f.size
+            overlapping = [r for r in storage if r[0] < end and f.offset < r[1]]
+            if overlapping:
+                first, last, name = overlapping[0]
+                if len(overlapping) > 1 or not first <= f.offset < end <= last:
+                    raise ValueError(
+                        f"Field {info.type_key}.{f.name} (offset {f.offset}, size {f.size}) "
+                        f"partly overlaps field {name!r}: no C++ member can have that layout"
+                    )
+                member = _Member(member.name, f.name, carrier, f.offset, alias_of=name)
+            else:
+                storage.append((f.offset, end, f.name))
+            members.append(member)
         alignment = max(
             [_OBJECT_ALIGN, *(f.alignment for t in _lineage(info) for f in t.fields or ())]
         )
-        return _View(info, _CppName.of(info.type_key), base, alignment, info.total_size, members)
+        return _View(
+            info, _CppName.of(info.type_key), base, alignment, info.total_size, tuple(members)
+        )
 
     def build(self) -> str:
         """The header text."""
@@ -619,10 +644,13 @@ def _view_lines(view: _View) -> _Block:
         lines.append("")
     for m in view.members:
         note = "" if m.name == m.reflected_name else f", reflected name={m.reflected_name!r}"
-        lines.append(
-            f"  {m.carrier.cpp_type} {m.name};  // offset={m.offset}, "
-            f"size={m.carrier.size}, align={m.carrier.alignment}{note}"
-        )
+        layout = f"offset={m.offset}, size={m.carrier.size}, align={m.carrier.alignment}{note}"
+        if m.alias_of is None:
+            lines.append(f"  {m.carrier.cpp_type} {m.name};  // {layout}")
+        else:
+            lines.append(
+                f"  // {m.carrier.cpp_type} {m.name}: the bytes of {m.alias_of!r} ({layout})"
+            )
     lines += [
         "};",
         "",
@@ -630,6 +658,8 @@ def _view_lines(view: _View) -> _Block:
         f"static_assert(alignof({struct}) == {view.alignment});",
     ]
     for m in view.members:
+        if m.alias_of is not None:
+            continue
         lines += [
             f"static_assert(sizeof(decltype({struct}::{m.name})) == {m.carrier.size});",
             f"static_assert(alignof(decltype({struct}::{m.name})) == {m.carrier.alignment});",
