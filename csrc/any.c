@@ -709,7 +709,7 @@ int tvmffi_py_to_owned_any(PyObject* obj, TVMFFIAny* out) {
 
 /* ---- Any -> Python ------------------------------------------------------- */
 void tvmffi_any_release(TVMFFIAny* value) {
-  if (value->type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectDecRef(value->v_obj);
+  if (value->type_index >= kTVMFFIStaticObjectBegin) tvmffi_object_release(value->v_obj);
   value->type_index = kTVMFFINone;
 }
 

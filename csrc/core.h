@@ -21,6 +21,7 @@
  *               during the call, its tensors in the result
  *   graph_guard.c  depth/cycle check before the runtime's recursive graph
  *               traversals (structural equal/hash/walk/map, JSON graph)
+ *   teardown.c  freeing deep containers / py_class chains without deep recursion
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
@@ -41,6 +42,23 @@ static inline void* tvmffi_cell(TVMFFIObjectHandle obj) {
 static inline int32_t tvmffi_type_index_of(TVMFFIObjectHandle obj) {
   return ((TVMFFIObject*)obj)->type_index;
 }
+
+/* ---- teardown.c: releasing a reference ------------------------------------ */
+/* Release an owned reference where dropping it may free a deep value: a
+ * container or py_class object we hold the last reference to is freed from a
+ * work list instead of by nested runtime deleters (see teardown.c). Other
+ * objects cost one type-index test more than a plain DecRef. */
+void tvmffi_release_deep(TVMFFIObjectHandle h);
+static inline void tvmffi_object_release(TVMFFIObjectHandle h) {
+  int32_t ti = ((TVMFFIObject*)h)->type_index;
+  if (ti == kTVMFFIArray || ti == kTVMFFIList || ti == kTVMFFIMap || ti == kTVMFFIDict ||
+      ti >= kTVMFFIDynObjectBegin) {
+    tvmffi_release_deep(h);
+  } else {
+    TVMFFIObjectDecRef(h);
+  }
+}
+int tvmffi_teardown_init(PyObject* module);
 
 /* ---- free lists ------------------------------------------------------------- */
 /* Blocks made and dropped at call rate (result objects, callbacks, Tensor

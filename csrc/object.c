@@ -295,7 +295,7 @@ static void release_handle(TVMFFIPyObject* self) {
   if (self->handle != NULL) {
     TVMFFIObjectHandle h = self->handle;
     self->handle = NULL;
-    TVMFFIObjectDecRef(h);
+    tvmffi_object_release(h); /* a deep container chain is freed iteratively */
   }
 }
 

@@ -25,7 +25,7 @@ static int any_field_set(void* field, const TVMFFIAny* value) {
   TVMFFIAny* slot = field;
   TVMFFIAny old = *slot;
   *slot = owned;
-  if (old.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectDecRef(old.v_obj);
+  if (old.type_index >= kTVMFFIStaticObjectBegin) tvmffi_object_release(old.v_obj);
   return 0;
 }
 

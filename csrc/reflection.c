@@ -109,6 +109,19 @@ static PyObject* field_read(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h) {
   return tvmffi_any_to_py_owned(&result);
 }
 
+/* The value an object-holding field has before a write, held across it: the
+ * setter then never drops the last reference to a deep value inside the
+ * runtime; we do, iteratively (teardown.c). None for other fields. */
+static void field_hold_old(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h, TVMFFIAny* old) {
+  old->type_index = kTVMFFINone;
+  int32_t ti = f->field_static_type_index;
+  if ((ti != kTVMFFIAny && ti < kTVMFFIStaticObjectBegin) || f->getter == NULL) return;
+  if (f->getter((char*)h + f->offset, old) != 0) {
+    tvmffi_discard_ffi_error();
+    old->type_index = kTVMFFINone;
+  }
+}
+
 static int field_write(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h, PyObject* value) {
   TempList temps;
   temps_init(&temps);
@@ -118,6 +131,8 @@ static int field_write(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h, PyObject*
     return -1;
   }
   void* ptr = (char*)h + f->offset;
+  TVMFFIAny old;
+  field_hold_old(f, h, &old);
   int rc;
   if (f->flags & kTVMFFIFieldFlagBitSetterIsFunctionObj) {
     TVMFFIAny args[2];
@@ -132,6 +147,7 @@ static int field_write(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h, PyObject*
     rc = ((TVMFFIFieldSetter)f->setter)(ptr, &arg);
   }
   temps_release(&temps);
+  tvmffi_any_release(&old);
   if (rc != 0) {
     tvmffi_raise_ffi_error();
     return -1;

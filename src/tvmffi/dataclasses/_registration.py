@@ -244,6 +244,7 @@ def register_fields(info: TypeInfo, fields: list[Any], structure_kind: int | Non
         offset += size
     total_size = max((offset + 7) & ~7, _OBJECT_HEADER_SIZE)
     _cached_global_func("ffi._PyClassRegisterTypeAttrColumns")(info.type_index, total_size)
+    _core._py_class_learn_deleter(info.type_index)  # deep chains of these free iteratively
     if structure_kind:
         _core._py_class_register_metadata(info.type_index, total_size, int(structure_kind), "")
     _refresh_type_info(info)

@@ -1,0 +1,442 @@
+/*
+ * Freeing deep values without deep C recursion.
+ *
+ * The runtime's deleters free an object's children from inside the parent's
+ * deleter: dropping the last reference to a chain of N nested containers or
+ * py_class objects nests N deleters on the C stack, and about 100 000 levels
+ * overflow an 8 MiB stack (a segfault, in both bindings). CPython avoids the
+ * same with its "trashcan"; the runtime has none.
+ *
+ * Where tvmffi itself drops a reference (a wrapper's dealloc, an owned Any
+ * released, a py_class Any field overwritten), tvmffi_object_release hands a
+ * container or py_class object whose count says "last reference" to
+ * tvmffi_release_deep, which frees it breadth-first from an explicit work
+ * list: before the object's own DecRef, every child slot holding an object
+ * that is itself an openable kind (Array, List, Map, Dict, py_class) and is
+ * referenced only by that slot is moved into the work list and the slot set
+ * to None. Each runtime deleter then only meets leaves and shared children,
+ * whose release does not recurse into anything deep.
+ *
+ * Why moving a child is safe: an object whose combined count is exactly "one
+ * strong, no weak" while we hold a strong reference is reachable by nobody
+ * else, and cannot become reachable (no weak reference can be locked); a
+ * child referenced once, from a slot of such an object, is just as private.
+ * The objects are about to be destroyed, so the None left in a slot is never
+ * observed. Anything else (a shared child, an object with weak references, a
+ * kind whose layout is not known) is left to the runtime as before.
+ *
+ * Layouts are read from memory: TVMFFISeqCell (c_api.h) for Array and List;
+ * the MapBaseObj fields (small layout: data_ is an array of size_ key/value
+ * pairs; dense layout: blocks of 16 metadata bytes and 16 items) for Map and
+ * Dict; the reflected fields, stored the way the runtime's py_class deleter
+ * destroys them, for objects whose deleter is that deleter. The container
+ * layouts are checked at import on values the runtime builds
+ * (tvmffi_teardown_init); a kind that does not read back as expected is
+ * never opened, and its values are freed by plain DecRef.
+ */
+#include "core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One strong reference and the weak one that all strong references share. */
+#define COUNT_SOLE ((UINT64_C(1) << 32) | UINT64_C(1))
+
+/* ---- the runtime's container layouts, checked at import -------------------- */
+typedef struct { /* MapBaseObj, after the object header */
+  void* data;
+  uint64_t size;
+  uint64_t slots; /* bit 63: small layout */
+  void (*data_deleter)(void*);
+} MapCell;
+
+#define MAP_SMALL_TAG (UINT64_C(1) << 63)
+#define MAP_BLOCK_CAP 16
+#define MAP_SLOT_EMPTY 0xFF
+#define MAP_SLOT_PROTECTED 0xFE
+
+typedef struct { /* DenseMapBaseObj::ItemType */
+  TVMFFIAny key;
+  TVMFFIAny value;
+  uint64_t prev;
+  uint64_t next;
+} DenseItem;
+
+typedef struct { /* DenseMapBaseObj::Block */
+  uint8_t meta[MAP_BLOCK_CAP];
+  DenseItem items[MAP_BLOCK_CAP];
+} DenseBlock;
+
+_Static_assert(sizeof(DenseItem) == 48, "DenseMapBaseObj::ItemType is 48 bytes");
+_Static_assert(sizeof(DenseBlock) == MAP_BLOCK_CAP * 49, "a dense block is 16 * (48 + 1) bytes");
+
+/* Set once at import (GIL held), read from any thread afterwards. */
+static int g_seq_ok;
+static int g_small_map_ok;
+static int g_dense_map_ok;
+/* The runtime's py_class deleter, learned from an instance (see learn). */
+static uintptr_t g_py_class_deleter;
+
+static inline int sole_owner(TVMFFIObject* o) {
+  return __atomic_load_n(&o->combined_ref_count, __ATOMIC_ACQUIRE) == COUNT_SOLE;
+}
+
+static inline int is_py_class(TVMFFIObject* o) {
+  uintptr_t d = __atomic_load_n(&g_py_class_deleter, __ATOMIC_RELAXED);
+  return d != 0 && (uintptr_t)o->deleter == d;
+}
+
+/* Whether we know where `o` keeps its children. */
+static int openable(TVMFFIObject* o) {
+  switch (o->type_index) {
+    case kTVMFFIArray:
+    case kTVMFFIList:
+      return g_seq_ok;
+    case kTVMFFIMap:
+    case kTVMFFIDict: {
+      const MapCell* m = tvmffi_cell(o);
+      return (m->slots & MAP_SMALL_TAG) ? g_small_map_ok : g_dense_map_ok;
+    }
+    default:
+      return o->type_index >= kTVMFFIDynObjectBegin && is_py_class(o);
+  }
+}
+
+/* ---- the work list ---------------------------------------------------------- */
+/* malloc, not PyMem: releases also happen on threads without the GIL (a
+ * py_class field set from another language's thread). */
+#define WORK_INLINE 32
+typedef struct {
+  size_t size;
+  size_t capacity;
+  TVMFFIObject** items;
+  TVMFFIObject* inline_items[WORK_INLINE];
+} Work;
+
+static int work_push(Work* w, TVMFFIObject* o) {
+  if (w->size == w->capacity) {
+    size_t cap = w->capacity * 2;
+    TVMFFIObject** grown = w->items == w->inline_items ? malloc(cap * sizeof(*grown))
+                                                        : realloc(w->items, cap * sizeof(*grown));
+    if (grown == NULL) return -1; /* the child stays in its slot: freed the runtime's way */
+    if (w->items == w->inline_items) memcpy(grown, w->inline_items, sizeof(w->inline_items));
+    w->items = grown;
+    w->capacity = cap;
+  }
+  w->items[w->size++] = o;
+  return 0;
+}
+
+/* Move a privately held, openable child out of an Any slot. */
+static void detach_any(TVMFFIAny* slot, Work* w) {
+  if (slot->type_index < kTVMFFIStaticObjectBegin) return;
+  TVMFFIObject* c = slot->v_obj;
+  if (!openable(c) || !sole_owner(c) || work_push(w, c) != 0) return;
+  slot->type_index = kTVMFFINone;
+  slot->zero_padding = 0;
+  slot->v_int64 = 0;
+}
+
+/* Same for an ObjectRef slot (a pointer, NULL for None). */
+static void detach_ref(TVMFFIObject** slot, Work* w) {
+  TVMFFIObject* c = *slot;
+  if (c == NULL || !openable(c) || !sole_owner(c) || work_push(w, c) != 0) return;
+  *slot = NULL;
+}
+
+static void open_seq(TVMFFIObject* o, Work* w) {
+  TVMFFISeqCell* cell = tvmffi_cell(o);
+  TVMFFIAny* items = cell->data;
+  for (int64_t i = 0; i < cell->size; ++i) detach_any(&items[i], w);
+}
+
+static void open_map(TVMFFIObject* o, Work* w) {
+  MapCell* m = tvmffi_cell(o);
+  if (m->data == NULL) return;
+  if (m->slots & MAP_SMALL_TAG) {
+    TVMFFIAny* kv = m->data;
+    for (uint64_t i = 0; i < 2 * m->size; ++i) detach_any(&kv[i], w);
+    return;
+  }
+  DenseBlock* blocks = m->data;
+  uint64_t n_blocks = (m->slots + MAP_BLOCK_CAP - 1) / MAP_BLOCK_CAP;
+  for (uint64_t b = 0; b < n_blocks; ++b) {
+    for (int j = 0; j < MAP_BLOCK_CAP; ++j) {
+      uint8_t meta = blocks[b].meta[j];
+      if (meta == MAP_SLOT_EMPTY || meta == MAP_SLOT_PROTECTED) continue;
+      detach_any(&blocks[b].items[j].key, w);
+      detach_any(&blocks[b].items[j].value, w);
+    }
+  }
+}
+
+/* A py_class object's fields, as the runtime's py_class deleter destroys them:
+ * an Any-typed field of 16 bytes is an Any; an object-typed field, or an
+ * Any-typed one of 8 bytes, is an ObjectRef; anything else holds no object. */
+static void open_fields(const TVMFFITypeInfo* info, TVMFFIObject* o, Work* w) {
+  for (int32_t i = 0; i < info->num_fields; ++i) {
+    const TVMFFIFieldInfo* f = &info->fields[i];
+    char* addr = (char*)o + f->offset;
+    int32_t ti = f->field_static_type_index;
+    if (ti == kTVMFFIAny && f->size == (int64_t)sizeof(TVMFFIAny)) {
+      detach_any((TVMFFIAny*)addr, w);
+    } else if ((ti == kTVMFFIAny || ti >= kTVMFFIStaticObjectBegin) &&
+               f->size == (int64_t)sizeof(void*)) {
+      detach_ref((TVMFFIObject**)addr, w);
+    }
+  }
+}
+
+static void open_py_class(TVMFFIObject* o, Work* w) {
+  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(o->type_index);
+  if (info == NULL) return;
+  /* ancestors first, skipping the root Object (as the deleter walks them) */
+  for (int32_t d = 1; d < info->type_depth; ++d) open_fields(info->type_ancestors[d], o, w);
+  open_fields(info, o, w);
+}
+
+static void open_object(TVMFFIObject* o, Work* w) {
+  switch (o->type_index) {
+    case kTVMFFIArray:
+    case kTVMFFIList:
+      open_seq(o, w);
+      break;
+    case kTVMFFIMap:
+    case kTVMFFIDict:
+      open_map(o, w);
+      break;
+    default:
+      open_py_class(o, w);
+  }
+}
+
+void tvmffi_release_deep(TVMFFIObjectHandle h) {
+  TVMFFIObject* o = h;
+  if (!sole_owner(o) || !openable(o)) {
+    TVMFFIObjectDecRef(h);
+    return;
+  }
+  Work w = {0, WORK_INLINE, NULL, {NULL}};
+  w.items = w.inline_items;
+  for (;;) {
+    open_object(o, &w);
+    TVMFFIObjectDecRef(o); /* its deleter meets no private openable child */
+    if (w.size == 0) break;
+    o = w.items[--w.size];
+  }
+  if (w.items != w.inline_items) free(w.items);
+}
+
+/* ---- holding what a runtime mutation is about to drop ------------------------- */
+/* Append a wrapper of the slot's object to *held when the slot is the object's
+ * only reference and the object is openable: the mutation then leaves the
+ * last reference with us. */
+static int hold_slot(const TVMFFIAny* slot, PyObject** held) {
+  if (slot->type_index < kTVMFFIStaticObjectBegin) return 0;
+  TVMFFIObject* c = slot->v_obj;
+  if (!openable(c) || !sole_owner(c)) return 0;
+  if (*held == NULL && (*held = PyList_New(0)) == NULL) return -1;
+  TVMFFIObjectIncRef(c);
+  PyObject* w = tvmffi_object_wrap_typed(c, slot->type_index);
+  if (w == NULL) return -1;
+  int rc = PyList_Append(*held, w);
+  Py_DECREF(w);
+  return rc;
+}
+
+static int hold_map(TVMFFIObject* o, PyObject** held) {
+  MapCell* m = tvmffi_cell(o);
+  if (m->data == NULL) return 0;
+  if (m->slots & MAP_SMALL_TAG) {
+    TVMFFIAny* kv = m->data;
+    for (uint64_t i = 0; i < 2 * m->size; ++i) {
+      if (hold_slot(&kv[i], held) != 0) return -1;
+    }
+    return 0;
+  }
+  DenseBlock* blocks = m->data;
+  uint64_t n_blocks = (m->slots + MAP_BLOCK_CAP - 1) / MAP_BLOCK_CAP;
+  for (uint64_t b = 0; b < n_blocks; ++b) {
+    for (int j = 0; j < MAP_BLOCK_CAP; ++j) {
+      uint8_t meta = blocks[b].meta[j];
+      if (meta == MAP_SLOT_EMPTY || meta == MAP_SLOT_PROTECTED) continue;
+      if (hold_slot(&blocks[b].items[j].key, held) != 0 ||
+          hold_slot(&blocks[b].items[j].value, held) != 0) {
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* _hold_items(container, start=0, stop=<size>) -> list or None: wrappers of
+ * the openable values only the container references (elements start..stop of
+ * a List or Array; every key and value of a Map or Dict), for a mutation that
+ * is about to drop them (clear, erase, overwrite) to leave their last
+ * reference with us; None when there are none (or the layout is unchecked).
+ * Needs the GIL, as every container mutation here has it. */
+static PyObject* py_hold_items(PyObject* m, PyObject* args) {
+  (void)m;
+  PyObject* obj;
+  Py_ssize_t start = 0, stop = PY_SSIZE_T_MAX;
+  if (!PyArg_ParseTuple(args, "O!|nn", &TVMFFIObjectType, &obj, &start, &stop)) return NULL;
+  TVMFFIObject* o = ((TVMFFIPyObject*)obj)->handle;
+  PyObject* held = NULL;
+  int rc = 0;
+  if (o == NULL) {
+    /* nothing held */
+  } else if ((o->type_index == kTVMFFIArray || o->type_index == kTVMFFIList) && g_seq_ok) {
+    TVMFFISeqCell* cell = tvmffi_cell(o);
+    TVMFFIAny* items = cell->data;
+    if (start < 0) start = 0;
+    if (stop > cell->size) stop = (Py_ssize_t)cell->size;
+    for (Py_ssize_t i = start; rc == 0 && i < stop; ++i) rc = hold_slot(&items[i], &held);
+  } else if ((o->type_index == kTVMFFIMap || o->type_index == kTVMFFIDict) && openable(o)) {
+    rc = hold_map(o, &held);
+  }
+  if (rc != 0) {
+    Py_XDECREF(held);
+    return NULL;
+  }
+  if (held == NULL) Py_RETURN_NONE;
+  return held;
+}
+
+/* ---- layout checks at import ------------------------------------------------ */
+/* Each builds a value through the runtime's own constructor and reads it back
+ * with the layout above; 1 when everything is where it should be. */
+#define CHECK_BASE 7001
+
+static int build(const char* name, TVMFFIObjectHandle* cache, int n, int pairs,
+                 TVMFFIAny* result) {
+  TVMFFIAny args[2 * 40];
+  for (int i = 0; i < n * (pairs ? 2 : 1); ++i) {
+    args[i].type_index = kTVMFFIInt;
+    args[i].zero_padding = 0;
+    /* a pair's key is i, its value key + 1000; a sequence's element CHECK_BASE + i */
+    args[i].v_int64 = pairs ? (i % 2 ? i / 2 + 1000 : i / 2) : CHECK_BASE + i;
+  }
+  if (tvmffi_call_global_any(name, cache, args, n * (pairs ? 2 : 1), result) != 0) {
+    PyErr_Clear();
+    return -1;
+  }
+  return 0;
+}
+
+static int int_is(const TVMFFIAny* a, int64_t v) {
+  return a->type_index == kTVMFFIInt && a->v_int64 == v;
+}
+
+static int check_seq(const char* name, int32_t type_index) {
+  static TVMFFIObjectHandle caches[2];
+  TVMFFIAny r;
+  if (build(name, &caches[type_index == kTVMFFIList], 3, 0, &r) != 0) return 0;
+  int ok = r.type_index == type_index;
+  if (ok) {
+    const TVMFFISeqCell* cell = tvmffi_cell(r.v_obj);
+    const TVMFFIAny* items = cell->data;
+    ok = cell->size == 3 && cell->capacity >= 3 && items != NULL;
+    for (int i = 0; ok && i < 3; ++i) ok = int_is(&items[i], CHECK_BASE + i);
+  }
+  tvmffi_any_release(&r);
+  return ok;
+}
+
+/* Whether the (key, value) pair is (k, k + 1000) for a k in [0, n) not seen yet. */
+static int pair_ok(const TVMFFIAny* key, const TVMFFIAny* value, int n, char* seen) {
+  if (key->type_index != kTVMFFIInt || key->v_int64 < 0 || key->v_int64 >= n) return 0;
+  if (seen[key->v_int64] || !int_is(value, key->v_int64 + 1000)) return 0;
+  seen[key->v_int64] = 1;
+  return 1;
+}
+
+/* 1 when the map of n entries reads back right in the layout it has and that
+ * layout is the one `small` asks for; 0 otherwise. */
+static int read_map(TVMFFIObject* o, int n, int small) {
+  const MapCell* m = tvmffi_cell(o);
+  char seen[40] = {0};
+  if (m->size != (uint64_t)n || m->data == NULL || !(m->slots & MAP_SMALL_TAG) != !small) {
+    return 0;
+  }
+  int found = 0;
+  if (small) {
+    const TVMFFIAny* kv = m->data;
+    for (int i = 0; i < n; ++i) found += pair_ok(&kv[2 * i], &kv[2 * i + 1], n, seen);
+    return found == n;
+  }
+  const DenseBlock* blocks = m->data;
+  uint64_t n_blocks = (m->slots + MAP_BLOCK_CAP - 1) / MAP_BLOCK_CAP;
+  if (m->slots < (uint64_t)n || n_blocks > 64) return 0;
+  for (uint64_t b = 0; b < n_blocks; ++b) {
+    for (int j = 0; j < MAP_BLOCK_CAP; ++j) {
+      uint8_t meta = blocks[b].meta[j];
+      if (meta == MAP_SLOT_EMPTY || meta == MAP_SLOT_PROTECTED) continue;
+      if (!pair_ok(&blocks[b].items[j].key, &blocks[b].items[j].value, n, seen)) return 0;
+      ++found;
+    }
+  }
+  return found == n;
+}
+
+static int check_map(const char* name, int32_t type_index, int n, int small) {
+  static TVMFFIObjectHandle caches[2];
+  TVMFFIAny r;
+  if (build(name, &caches[type_index == kTVMFFIDict], n, 1, &r) != 0) return 0;
+  int ok = r.type_index == type_index && read_map(r.v_obj, n, small);
+  tvmffi_any_release(&r);
+  return ok;
+}
+
+/* _py_class_learn_deleter(type_index): make one instance of a py_class type
+ * through its __ffi_new__ and remember the deleter the runtime gave it (the
+ * same function for every py_class type), so that deep chains of such objects
+ * are freed iteratively. Silently does nothing when the type has no
+ * __ffi_new__ or the instance does not look like one (fields not None). */
+static PyObject* py_learn_deleter(PyObject* m, PyObject* arg) {
+  (void)m;
+  long type_index = PyLong_AsLong(arg);
+  if (type_index == -1 && PyErr_Occurred()) return NULL;
+  if (type_index < kTVMFFIDynObjectBegin || type_index > INT32_MAX) Py_RETURN_NONE;
+  if (__atomic_load_n(&g_py_class_deleter, __ATOMIC_RELAXED) != 0) Py_RETURN_NONE; /* known */
+  TVMFFIByteArray name = {"__ffi_new__", 11};
+  const TVMFFITypeAttrColumn* col = TVMFFIGetTypeAttrColumn(&name);
+  int64_t off = col != NULL ? type_index - col->begin_index : -1;
+  if (off < 0 || off >= col->size || col->data[off].type_index != kTVMFFIFunction) Py_RETURN_NONE;
+  TVMFFIAny r = {.type_index = kTVMFFINone};
+  if (TVMFFIFunctionCall(col->data[off].v_obj, NULL, 0, &r) != 0) {
+    tvmffi_discard_ffi_error();
+    Py_RETURN_NONE;
+  }
+  if (r.type_index == type_index) {
+    void (*d)(void*, int) = r.v_obj->deleter;
+    if (d != NULL) __atomic_store_n(&g_py_class_deleter, (uintptr_t)d, __ATOMIC_RELAXED);
+  }
+  tvmffi_any_release(&r);
+  Py_RETURN_NONE;
+}
+
+/* _teardown_layouts() -> (seq, small map, dense map, py_class): which kinds
+ * deep frees open (for tests). */
+static PyObject* py_teardown_layouts(PyObject* m, PyObject* unused) {
+  (void)m;
+  (void)unused;
+  return Py_BuildValue("(iiii)", g_seq_ok, g_small_map_ok, g_dense_map_ok,
+                       __atomic_load_n(&g_py_class_deleter, __ATOMIC_RELAXED) != 0);
+}
+
+static PyMethodDef teardown_methods[] = {
+    {"_py_class_learn_deleter", py_learn_deleter, METH_O, "(type_index) -> None"},
+    {"_hold_items", py_hold_items, METH_VARARGS,
+     "(container, start=0, stop=size) -> list of privately held openable values, or None"},
+    {"_teardown_layouts", py_teardown_layouts, METH_NOARGS,
+     "() -> (seq, small map, dense map, py_class) layouts in use"},
+    {NULL, NULL, 0, NULL},
+};
+
+int tvmffi_teardown_init(PyObject* module) {
+  g_seq_ok = check_seq("ffi.Array", kTVMFFIArray) && check_seq("ffi.List", kTVMFFIList);
+  g_small_map_ok = check_map("ffi.Map", kTVMFFIMap, 3, 1) && check_map("ffi.Dict", kTVMFFIDict, 3, 1);
+  g_dense_map_ok =
+      check_map("ffi.Map", kTVMFFIMap, 40, 0) && check_map("ffi.Dict", kTVMFFIDict, 40, 0);
+  return PyModule_AddFunctions(module, teardown_methods);
+}
