@@ -19,7 +19,7 @@ import tvmffi
 import tvmffi.cpp
 import tvmffi.testing
 from tvmffi import Device, Object
-from tvmffi.core import DataType, _lookup_or_register_type_info_from_type_key
+from tvmffi.core import DataType, Error, _lookup_or_register_type_info_from_type_key
 from tvmffi.dataclasses import IntEnum, gen_abi_cpp, py_class
 from tvmffi.dataclasses.gen_abi_cpp import _identifier, _string_literal
 
@@ -59,6 +59,11 @@ class Omega(Object):
     value: int
 
 
+@py_class("tests.abi.Failing")
+class Failing(Object):
+    failure: Error
+
+
 class Color(IntEnum, type_key="tests.abi.Color"):
     RED = 3
     GREEN = 40
@@ -69,6 +74,7 @@ _KEYS = [
     "tests.abi.Keywords",
     "tests.abi.Ωmega",
     "tests.abi.Color",
+    "tests.abi.Failing",
     "testing.TestIntPair",
 ]
 
@@ -100,6 +106,9 @@ double keyword_sum(const ::tests::abi::KeywordsObj* k) {
 int32_t omega_index() { return ::tests::abi::__ffi_escape_cea96d656761Obj::RuntimeTypeIndex(); }
 int64_t pair_sum(const ::testing::TestIntPairObj* p) { return p->a * 1000 + p->b; }
 int64_t color_value(const ::tests::abi::ColorObj* c) { return c->_int_index; }
+::tvm::ffi::String failure_kind(const ::tests::abi::FailingObj* f) {
+  return ::tvm::ffi::String(f->failure->kind.data, f->failure->kind.size);
+}
 """
 
 
@@ -112,7 +121,7 @@ def header() -> str:
 @pytest.fixture(scope="module")
 def readers(header: str, tmp_path_factory: pytest.TempPathFactory) -> tvmffi.Module:
     names = re.findall(r"^[\w:]+ (\w+)\(", _READERS, re.MULTILINE)
-    assert len(names) == 14
+    assert len(names) == 15
     return tvmffi.cpp.load_inline(
         name="tvmffi_test_gen_abi_cpp",
         cpp_sources=header + _READERS,
@@ -178,7 +187,7 @@ def test_ancestors_and_dependencies_are_declared() -> None:
     assert "int64_t value;" not in header.split("struct LeafObj", 2)[2].split("};")[0]
     assert "::tvm::ffi::Any maybe;  // offset=" in header
     # Color brings its ancestors ffi.Enum and ffi.IntEnum (dynamic types) along.
-    assert header.count("inline constexpr bool tvm::ffi::is_object_subclass_v<") == 9
+    assert header.count("inline constexpr bool tvm::ffi::is_object_subclass_v<") == 10
 
 
 def test_output_is_deterministic_and_selector_order_free(header: str) -> None:
@@ -278,3 +287,10 @@ def test_a_field_aliasing_inherited_bytes_is_a_comment(header: str, readers: tvm
     assert "  // int64_t value: the bytes of '_int_index' (offset=24, size=8, align=8)" in header
     assert readers.color_value(Color.GREEN) == Color.GREEN.value == 40
     assert readers.color_value(Color.RED) == Color.RED.value == 3
+
+
+def test_an_error_field_is_one_object_pointer(header: str, readers: tvmffi.Module) -> None:
+    # A @py_class field holds the ErrorObj pointer; the C++ Error wrapper (which also
+    # derives from std::exception) is twice that size and would fail the static_asserts.
+    assert "  ::tvm::ffi::Arc<::tvm::ffi::ErrorObj> failure;  // offset=24, size=8" in header
+    assert readers.failure_kind(Failing(failure=Error("KeyError", "gone", ""))) == "KeyError"
