@@ -216,7 +216,9 @@ void tvmffi_release_deep(TVMFFIObjectHandle h) {
     TVMFFIObjectDecRef(h);
     return;
   }
-  Work w = {0, WORK_INLINE, NULL, {NULL}};
+  Work w; /* inline_items left uninitialized: only pushed entries are read */
+  w.size = 0;
+  w.capacity = WORK_INLINE;
   w.items = w.inline_items;
   for (;;) {
     open_object(o, &w);
@@ -275,12 +277,16 @@ static int hold_map(TVMFFIObject* o, PyObject** held) {
  * is about to drop them (clear, erase, overwrite) to leave their last
  * reference with us; None when there are none (or the layout is unchecked).
  * Needs the GIL, as every container mutation here has it. */
-static PyObject* py_hold_items(PyObject* m, PyObject* args) {
+static PyObject* py_hold_items(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   (void)m;
-  PyObject* obj;
   Py_ssize_t start = 0, stop = PY_SSIZE_T_MAX;
-  if (!PyArg_ParseTuple(args, "O!|nn", &TVMFFIObjectType, &obj, &start, &stop)) return NULL;
-  TVMFFIObject* o = ((TVMFFIPyObject*)obj)->handle;
+  if (nargs < 1 || nargs > 3 || !PyObject_TypeCheck(args[0], &TVMFFIObjectType)) {
+    PyErr_SetString(PyExc_TypeError, "_hold_items(container, start=0, stop=size)");
+    return NULL;
+  }
+  if (nargs > 1 && (start = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred()) return NULL;
+  if (nargs > 2 && (stop = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred()) return NULL;
+  TVMFFIObject* o = ((TVMFFIPyObject*)args[0])->handle;
   PyObject* held = NULL;
   int rc = 0;
   if (o == NULL) {
@@ -300,6 +306,41 @@ static PyObject* py_hold_items(PyObject* m, PyObject* args) {
   }
   if (held == NULL) Py_RETURN_NONE;
   return held;
+}
+
+/* _dict_hold_value(dict, key) -> object or None: the Dict's current value for
+ * `key` when it is an openable object (held, for a set or erase about to drop
+ * it), else None: missing key, other values, or a key that does not convert
+ * (the mutation then raises its own error). One runtime lookup, no Python
+ * value made for anything but such a value. */
+static PyObject* py_dict_hold_value(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
+  (void)m;
+  static TVMFFIObjectHandle get_fn;
+  if (nargs != 2 || !PyObject_TypeCheck(args[0], &TVMFFIObjectType)) {
+    PyErr_SetString(PyExc_TypeError, "_dict_hold_value(dict, key)");
+    return NULL;
+  }
+  TVMFFIObject* d = ((TVMFFIPyObject*)args[0])->handle;
+  if (d == NULL || d->type_index != kTVMFFIDict || ((MapCell*)tvmffi_cell(d))->size == 0) {
+    Py_RETURN_NONE;
+  }
+  TempList temps;
+  temps_init(&temps);
+  TVMFFIAny call_args[2] = {{.type_index = kTVMFFIDict, .v_obj = d}};
+  TVMFFIAny r = {.type_index = kTVMFFINone};
+  int rc = tvmffi_py_to_any(args[1], &call_args[1], &temps, -1) == 0
+               ? tvmffi_call_global_any("ffi.DictGetItemOrMissing", &get_fn, call_args, 2, &r)
+               : -1;
+  temps_release(&temps);
+  if (rc != 0) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  if (r.type_index < kTVMFFIStaticObjectBegin || !openable(r.v_obj)) {
+    tvmffi_any_release(&r);
+    Py_RETURN_NONE;
+  }
+  return tvmffi_object_wrap_typed(r.v_obj, r.type_index);
 }
 
 /* ---- layout checks at import ------------------------------------------------ */
@@ -426,8 +467,10 @@ static PyObject* py_teardown_layouts(PyObject* m, PyObject* unused) {
 
 static PyMethodDef teardown_methods[] = {
     {"_py_class_learn_deleter", py_learn_deleter, METH_O, "(type_index) -> None"},
-    {"_hold_items", py_hold_items, METH_VARARGS,
+    {"_hold_items", (PyCFunction)(void (*)(void))py_hold_items, METH_FASTCALL,
      "(container, start=0, stop=size) -> list of privately held openable values, or None"},
+    {"_dict_hold_value", (PyCFunction)(void (*)(void))py_dict_hold_value, METH_FASTCALL,
+     "(dict, key) -> the key's openable value, or None"},
     {"_teardown_layouts", py_teardown_layouts, METH_NOARGS,
      "() -> (seq, small map, dense map, py_class) layouts in use"},
     {NULL, NULL, 0, NULL},

@@ -44,6 +44,7 @@ _init_handle = _core._init_handle
 # here, which frees a deep one iteratively, not from inside the runtime's
 # recursive deleters (a C stack overflow at ~100 000 levels).
 _hold_items = _core._hold_items
+_dict_hold_value = _core._dict_hold_value
 
 
 def _normalize_index(length: int, idx: SupportsIndex) -> int:
@@ -384,15 +385,16 @@ class Dict(_MapBase, MutableMapping[Any, Any]):
         _init_handle(self, _g("ffi.Dict"), *_flatten(input_dict))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        held = self.get(key)  # a replaced deep value is freed by the del, iteratively
+        held = _dict_hold_value(self, key)  # a replaced deep value is freed by the del
         _g("ffi.DictSetItem")(self, key, value)
         del held
 
     def __delitem__(self, key: Any) -> None:
-        held = self.get(key, MISSING)
-        if held is MISSING:
+        if key not in self:
             raise KeyError(key)
+        held = _dict_hold_value(self, key)
         _g("ffi.DictErase")(self, key)
+        del held
 
     def pop(self, key: Any, *default: Any) -> Any:
         """Remove ``key`` and return its value, or ``default`` when absent."""
