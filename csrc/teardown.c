@@ -86,7 +86,8 @@ static inline int is_py_class(TVMFFIObject* o) {
   return d != 0 && (uintptr_t)o->deleter == d;
 }
 
-/* Whether we know where `o` keeps its children. */
+/* Whether we know where `o` keeps its children. Asked after sole_owner: a
+ * shared Dict's fields may be changing under another thread. */
 static int openable(TVMFFIObject* o) {
   switch (o->type_index) {
     case kTVMFFIArray:
@@ -131,7 +132,7 @@ static int work_push(Work* w, TVMFFIObject* o) {
 static void detach_any(TVMFFIAny* slot, Work* w) {
   if (slot->type_index < kTVMFFIStaticObjectBegin) return;
   TVMFFIObject* c = slot->v_obj;
-  if (!openable(c) || !sole_owner(c) || work_push(w, c) != 0) return;
+  if (!sole_owner(c) || !openable(c) || work_push(w, c) != 0) return;
   slot->type_index = kTVMFFINone;
   slot->zero_padding = 0;
   slot->v_int64 = 0;
@@ -140,7 +141,7 @@ static void detach_any(TVMFFIAny* slot, Work* w) {
 /* Same for an ObjectRef slot (a pointer, NULL for None). */
 static void detach_ref(TVMFFIObject** slot, Work* w) {
   TVMFFIObject* c = *slot;
-  if (c == NULL || !openable(c) || !sole_owner(c) || work_push(w, c) != 0) return;
+  if (c == NULL || !sole_owner(c) || !openable(c) || work_push(w, c) != 0) return;
   *slot = NULL;
 }
 
@@ -236,7 +237,7 @@ void tvmffi_release_deep(TVMFFIObjectHandle h) {
 static int hold_slot(const TVMFFIAny* slot, PyObject** held) {
   if (slot->type_index < kTVMFFIStaticObjectBegin) return 0;
   TVMFFIObject* c = slot->v_obj;
-  if (!openable(c) || !sole_owner(c)) return 0;
+  if (!sole_owner(c) || !openable(c)) return 0;
   if (*held == NULL && (*held = PyList_New(0)) == NULL) return -1;
   TVMFFIObjectIncRef(c);
   PyObject* w = tvmffi_object_wrap_typed(c, slot->type_index);

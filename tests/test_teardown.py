@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from typing import Any
 
 import pytest
 from conftest import run_python
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tvmffi
 import tvmffi.dataclasses
@@ -205,3 +208,71 @@ def test_deep_value_returned_from_a_deep_free_is_intact() -> None:
     inner = head[1][1]
     del head
     assert len(_array_levels(inner)) == 1998
+
+
+# ---- property: dropping any DAG of containers keeps every value still referenced -------
+def _to_py(v: Any) -> Any:
+    if isinstance(v, (tvmffi.Array, tvmffi.List)):
+        return [_to_py(x) for x in v]
+    if isinstance(v, (tvmffi.Map, tvmffi.Dict)):
+        return {k: _to_py(x) for k, x in v.items()}
+    if isinstance(v, Link):
+        return ("link", v.i, _to_py(v.nxt))
+    return v
+
+
+_KINDS = ("array", "list", "map", "dict", "link")
+
+
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(_KINDS),
+            st.lists(st.integers(min_value=-3, max_value=40), max_size=4),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    rnd=st.randoms(use_true_random=False),
+)
+@settings(max_examples=150, deadline=None)
+def test_dropping_a_dag_keeps_what_is_still_held(
+    ops: list[tuple[str, list[int], bool]], rnd: random.Random
+) -> None:
+    # Value n's children are earlier values (by index, so shared freely) or, for a
+    # negative or forward index, the int itself. Flagged values stay referenced from
+    # Python; the other wrappers are dropped in a random order (a child's wrapper
+    # before its parent's leaves the parent's slot the child's only reference: the
+    # case the iterative free takes apart).
+    built: list[Any] = []
+    expected: list[Any] = []
+    kept: list[tuple[Any, Any]] = []
+    objs: list[Any] = []
+    for n, (kind, picks, keep) in enumerate(ops):
+        children = [(built[i], expected[i]) if 0 <= i < n else (i, i) for i in picks]
+        values = [c[0] for c in children]
+        want = [c[1] for c in children]
+        if kind == "array":
+            value, exp = tvmffi.Array(values), want
+        elif kind == "list":
+            value, exp = tvmffi.List(values), want
+        elif kind in ("map", "dict"):
+            cls = tvmffi.Map if kind == "map" else tvmffi.Dict
+            value = cls({f"k{j}": v for j, v in enumerate(values)})
+            exp = {f"k{j}": w for j, w in enumerate(want)}
+        else:  # a Link's field holds objects only: its first earlier value, or None
+            objs = [c for i, c in zip(picks, children, strict=True) if 0 <= i < n]
+            value = Link(objs[0][0] if objs else None, n)
+            exp = ("link", n, objs[0][1] if objs else None)
+        built.append(value)
+        expected.append(exp)
+        if keep:
+            kept.append((value, exp))
+    del value, values, children, objs
+    order = list(range(len(built)))
+    rnd.shuffle(order)
+    for i in order:
+        built[i] = None
+    for value, exp in kept:
+        assert _to_py(value) == exp
