@@ -78,6 +78,66 @@ def measure(
     return rows
 
 
+_RUNTIME_CALL_SRC = r"""
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/string.h>
+
+#include <chrono>
+#include <vector>
+
+// ns per call of the global function `name` with `args`, called from C++: the
+// runtime's own work for one call, which any binding pays on top of its own.
+double global_call_ns(tvm::ffi::String name, tvm::ffi::Array<tvm::ffi::Any> args, int64_t n) {
+  tvm::ffi::Function f = tvm::ffi::Function::GetGlobalRequired(name);
+  std::vector<tvm::ffi::AnyView> views(args.begin(), args.end());
+  tvm::ffi::Any result;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < n; ++i) {
+    f.CallPacked(views.data(), static_cast<int32_t>(views.size()), &result);
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+}
+"""
+
+
+def runtime_call_ns(name: str, *args: Any, number: int = 200000) -> float:
+    """The runtime's own cost of ``name(*args)``, called from C++ (min of 7 runs).
+
+    The floor under a row whose runtime function does real work (structural
+    comparison, hashing): both bindings pay it, so the bindings' own costs are
+    the row's times minus this.
+    """
+    import tvmffi
+    import tvmffi.cpp
+
+    mod = tvmffi.cpp.load_inline(
+        "bench_runtime_call", cpp_sources=_RUNTIME_CALL_SRC, functions=["global_call_ns"]
+    )
+    f = mod.global_call_ns
+    f.release_gil = False
+    packed = tvmffi.Array(list(args))
+    return float(min(f(name, packed, number) for _ in range(7)))
+
+
+def own_cost_table(rows: list[tuple[Case, float, float]], floors: dict[str, float]) -> str:
+    """Markdown table of the rows with a runtime floor: each binding's own cost beside it."""
+    out = [
+        "| call | runtime alone (ns) | tvmffi own (ns) | tvm_ffi own (ns) | ratio of own costs |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for case, ours, official in rows:
+        if case.name not in floors:
+            continue
+        floor = floors[case.name]
+        own, theirs = ours - floor, official - floor
+        out.append(
+            f"| `{case.name}` | {floor:.0f} | {own:.0f} | {theirs:.0f} | {own / theirs:.2f} |"
+        )
+    return "\n".join(out)
+
+
 def floor_ns(env: dict[str, Any], number: int = 200000) -> float:
     """Cost of a plain builtin call, the floor any binding pays."""
     return min(_ns("_floor(1)", {**env, "_floor": abs}, number) for _ in range(7))
@@ -111,8 +171,8 @@ def table(
 
 def report(
     cases: list[Case], env: dict[str, Any], extra: str = "", columns: tuple[str, ...] = COLUMNS
-) -> None:
-    """Measure ``cases`` and print the dated header line and the table."""
+) -> list[tuple[Case, float, float]]:
+    """Measure ``cases``, print the dated header line and the table, return the rows."""
     import tvm_ffi
 
     import tvmffi
@@ -123,3 +183,4 @@ def report(
         f"tvm_ffi {tvm_ffi.__version__}, runtime {tvmffi.tvm_ffi_version()}{extra}"
     )
     print(table(rows, floor_ns(env), columns))
+    return rows

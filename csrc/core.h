@@ -154,6 +154,11 @@ typedef struct {
    * DLPack C exchange API: that API (process-lifetime per the DLPack spec),
    * so its tensor elements come back as the framework's tensors. Else NULL. */
   const DLPackExchangeAPI* dlpack_api;
+  /* Height of this value's graph once graph_guard.c has walked it and found
+   * only immutable containers (Array, Map) and leaves: such a graph cannot
+   * change, so later checks compare the height with the stack room. 0: not
+   * known. Reset wherever a handle is installed in an existing object. */
+  int64_t graph_height;
 } TVMFFIPyObject;
 
 extern PyTypeObject TVMFFIObjectType;
@@ -208,6 +213,20 @@ int tvmffi_reflection_init(PyObject* module);
 
 /* ---- graph_guard.c: depth/cycle check before the runtime's recursive traversals ---- */
 int tvmffi_graph_guard_init(PyObject* module);
+/* The value to pass on in value's place (objects as they are, lists, dicts and
+ * other convertible values converted once; may run Python code), new reference. */
+PyObject* tvmffi_graph_converted(PyObject* value);
+/* The most levels of nesting a traversal taking bytes_per_level may reach on
+ * the calling thread's stack, from here. */
+int64_t tvmffi_graph_limit(long long bytes_per_level);
+/* Checks a converted value's graph for cycles and for depth against limit
+ * (runs no Python code): 0, or -1 with ValueError/RecursionError. */
+int tvmffi_graph_check(PyObject* value, int64_t limit, int skip_seq_ignored);
+/* The same for an FFI object (tvmffi_is_object). */
+int tvmffi_graph_check_object(PyObject* obj, int64_t limit, int skip_seq_ignored);
+
+/* ---- graph_entry.c: native entry points that check and call in one step ------ */
+int tvmffi_graph_entry_init(PyObject* module);
 /* _init_handle(self, func, *args): self takes the object func(*args) returns. */
 PyObject* tvmffi_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t nargs);
 

@@ -60,6 +60,7 @@ static PyObject* py_error_init(PyObject* self, PyObject* const* args, Py_ssize_t
   TVMFFIObjectHandle h = NULL;
   if (TVMFFIErrorCreate(&kind, &msg, &bt, &h) != 0) return tvmffi_raise_ffi_error();
   obj->handle = h;
+  obj->graph_height = 0;
   Py_RETURN_NONE;
 }
 

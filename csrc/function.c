@@ -170,6 +170,7 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
   f->base.handle = handle;
   f->base.weakreflist = NULL;
   f->base.dlpack_api = NULL;
+  f->base.graph_height = 0;
   f->vectorcall = function_vectorcall;
   f->safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(handle))->safe_call;
   f->release_gil = g_release_gil_default;

@@ -25,6 +25,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Stack kept free for the frames around the runtime's recursion (the call
@@ -121,6 +122,8 @@ typedef struct {
   Frame* path;
   size_t depth, path_cap;
   int skip_seq_ignored;
+  int all_immutable; /* every node pushed so far is an immutable container or leaf */
+  int64_t tallest;   /* the deepest path pushed so far, in nodes */
   /* Small values fit these: no allocation on the common path. */
   TVMFFIObject* kids_inline[WALK_INLINE];
   Frame path_inline[WALK_INLINE];
@@ -132,6 +135,22 @@ static void walk_init(Walk* w, int skip_ignored) {
   w->kids_cap = w->path_cap = WALK_INLINE;
   w->nkids = w->depth = 0;
   w->skip_seq_ignored = skip_ignored;
+  w->all_immutable = 1;
+  w->tallest = 0;
+}
+
+/* Nodes that never change once built: a graph of only these keeps its shape. */
+static int is_immutable_node(int32_t type_index) {
+  switch (type_index) {
+    case kTVMFFIArray:
+    case kTVMFFIMap:
+    case kTVMFFIStr:
+    case kTVMFFIBytes:
+    case kTVMFFIShape:
+      return 1;
+    default:
+      return 0;
+  }
 }
 
 static void walk_free(Walk* w) {
@@ -189,8 +208,9 @@ static int call_step(TVMFFIObjectHandle functor, int64_t cmd, TVMFFIAny* out) {
 
 /* Keys and values of a Map/Dict, through the runtime's iterator functor
  * (functor(0) key, functor(1) value, functor(2) advance; the first call of
- * the size function tells whether there is anything to iterate). */
-static int add_map_children(Walk* w, TVMFFIObject* obj, int is_dict) {
+ * the size function tells whether there is anything to iterate). Three FFI
+ * calls per entry: the fallback when the layout below cannot be read. */
+static int add_map_children_by_functor(Walk* w, TVMFFIObject* obj, int is_dict) {
   TVMFFIAny arg = {.type_index = obj->type_index, .v_obj = obj};
   TVMFFIAny size, functor;
   const char* size_name = is_dict ? "ffi.DictSize" : "ffi.MapSize";
@@ -223,6 +243,138 @@ static int add_map_children(Walk* w, TVMFFIObject* obj, int is_dict) {
   }
   tvmffi_any_release(&functor);
   return rc;
+}
+
+/* ---- Map/Dict entries read in place ----------------------------------------
+ * The runtime's containers are header-only C++ (container/map_base.h), so
+ * their layout is compiled into every library sharing the runtime: the
+ * members after the object header, a small layout (the top bit of `slots`:
+ * `size` key/value pairs at `data`) and a dense one (blocks of 16 metadata
+ * bytes, then 16 items of key, value and two list links; 0xFF marks an empty
+ * slot, 0xFE a protected one). Reading it in place costs nothing per entry,
+ * where the iterator functor costs three FFI calls. The layout is checked
+ * once against maps the runtime builds (map_layout_ok), and every read
+ * against the entry count, so another runtime build falls back to the
+ * functor instead of misreading. */
+typedef struct {
+  void* data;
+  uint64_t size;
+  uint64_t slots;
+  void (*data_deleter)(void*);
+} MapCell;
+
+typedef struct {
+  TVMFFIAny key, value;
+  uint64_t prev, next;
+} DenseItem;
+
+#define MAP_SMALL_TAG ((uint64_t)1 << 63)
+#define MAP_BLOCK_CAP 16
+#define MAP_SLOT_PROTECTED 0xFE /* and 0xFF: empty; both hold no entry */
+
+typedef int (*EntryFn)(void* ctx, const TVMFFIAny* key, const TVMFFIAny* value);
+
+/* Calls fn on each entry; the number of entries seen, or -1 when fn failed. */
+static int64_t map_layout_each(const TVMFFIObject* obj, EntryFn fn, void* ctx) {
+  const MapCell* m = tvmffi_cell((TVMFFIObjectHandle)obj);
+  int64_t seen = 0;
+  if (m->slots & MAP_SMALL_TAG) {
+    const TVMFFIAny* kv = m->data;
+    for (uint64_t i = 0; i < m->size; ++i, ++seen) {
+      if (fn(ctx, &kv[2 * i], &kv[2 * i + 1]) != 0) return -1;
+    }
+    return seen;
+  }
+  uint64_t nblocks = (m->slots + MAP_BLOCK_CAP - 1) / MAP_BLOCK_CAP;
+  const uint8_t* block = m->data;
+  for (uint64_t b = 0; b < nblocks; ++b, block += MAP_BLOCK_CAP * (1 + sizeof(DenseItem))) {
+    const DenseItem* items = (const DenseItem*)(block + MAP_BLOCK_CAP);
+    for (int j = 0; j < MAP_BLOCK_CAP; ++j) {
+      if (block[j] >= MAP_SLOT_PROTECTED) continue;
+      if (fn(ctx, &items[j].key, &items[j].value) != 0) return -1;
+      ++seen;
+    }
+  }
+  return seen;
+}
+
+/* ---- the one-time layout check -------------------------------------------- */
+typedef struct {
+  int64_t n; /* entries expected: "graph-guard-%04d" -> its number */
+  int64_t matched;
+} LayoutProbe;
+
+static int probe_entry(void* ctx, const TVMFFIAny* key, const TVMFFIAny* value) {
+  LayoutProbe* p = ctx;
+  if (key->type_index != kTVMFFIStr || value->type_index != kTVMFFIInt) return 0;
+  const TVMFFIByteArray* s = tvmffi_cell(key->v_obj);
+  char want[32];
+  int len = snprintf(want, sizeof want, "graph-guard-%04lld", (long long)value->v_int64);
+  if (value->v_int64 >= 0 && value->v_int64 < p->n && s->size == (size_t)len &&
+      memcmp(s->data, want, (size_t)len) == 0) {
+    ++p->matched;
+  }
+  return 0;
+}
+
+/* 1 if a map of n entries built by the runtime reads back exactly (and in the
+ * small layout iff small), 0 if not, -1 on error. */
+static int probe_layout(int64_t n, int small) {
+  PyObject* dict = PyDict_New();
+  for (int64_t i = 0; dict != NULL && i < n; ++i) {
+    PyObject* k = PyUnicode_FromFormat("graph-guard-%04d", (int)i);
+    PyObject* v = PyLong_FromLongLong(i);
+    int rc = k != NULL && v != NULL ? PyDict_SetItem(dict, k, v) : -1;
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    if (rc != 0) Py_CLEAR(dict);
+  }
+  TVMFFIAny map;
+  if (dict == NULL || tvmffi_py_to_owned_any(dict, &map) != 0) {
+    Py_XDECREF(dict);
+    return -1;
+  }
+  Py_DECREF(dict);
+  int ok = 0;
+  if (map.type_index == kTVMFFIMap) {
+    const MapCell* m = tvmffi_cell(map.v_obj);
+    LayoutProbe p = {n, 0};
+    ok = ((m->slots & MAP_SMALL_TAG) != 0) == small && m->size == (uint64_t)n &&
+         map_layout_each(map.v_obj, probe_entry, &p) == n && p.matched == n;
+  }
+  tvmffi_any_release(&map);
+  return ok;
+}
+
+/* Whether Map/Dict entries can be read in place: asked once per process. */
+static int map_layout_ok(void) {
+  static int known = -1;
+  if (known < 0) {
+    int small = probe_layout(2, 1);
+    int dense = small == 1 ? probe_layout(40, 0) : small;
+    if (small < 0 || dense < 0) {
+      PyErr_Clear(); /* unsure: keep to the functor, and ask again next time */
+      return 0;
+    }
+    known = small && dense;
+  }
+  return known;
+}
+
+static int add_entry_children(void* ctx, const TVMFFIAny* key, const TVMFFIAny* value) {
+  Walk* w = ctx; /* the map keeps both alive: borrowed pointers */
+  return add_child(w, key) != 0 || add_child(w, value) != 0 ? -1 : 0;
+}
+
+static int add_map_children(Walk* w, TVMFFIObject* obj, int is_dict) {
+  if (map_layout_ok()) {
+    size_t begin = w->nkids;
+    int64_t seen = map_layout_each(obj, add_entry_children, w);
+    if (seen < 0) return -1;
+    if ((uint64_t)seen == ((const MapCell*)tvmffi_cell(obj))->size) return 0;
+    w->nkids = begin; /* a layout this check does not know: ask the runtime */
+  }
+  return add_map_children_by_functor(w, obj, is_dict);
 }
 
 /* Object-valued reflected fields of one type's own field list. */
@@ -264,6 +416,8 @@ static int push(Walk* w, Table* t, TVMFFIObject* obj) {
   size_t begin = w->nkids;
   if (add_children(w, obj) != 0) return -1;
   w->path[w->depth++] = (Frame){obj, begin, begin, w->nkids, 1};
+  if (!is_immutable_node(obj->type_index)) w->all_immutable = 0;
+  if ((int64_t)w->depth > w->tallest) w->tallest = (int64_t)w->depth;
   return 0;
 }
 
@@ -378,7 +532,7 @@ static int64_t stack_left(int64_t* total) {
 }
 
 /* The most levels a traversal needing bytes_per_level may nest here. */
-static int64_t depth_limit(int64_t bytes_per_level) {
+int64_t tvmffi_graph_limit(long long bytes_per_level) {
   int64_t total;
   int64_t left = stack_left(&total);
   if (left < 0) left = total = 8 * 1024 * 1024; /* unknown: assume the usual 8 MiB */
@@ -394,7 +548,7 @@ static PyObject* py_depth_limit(PyObject* m, PyObject* arg) {
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bytes_per_level must be > 0");
     return NULL;
   }
-  return PyLong_FromLongLong(depth_limit(per_level));
+  return PyLong_FromLongLong(tvmffi_graph_limit(per_level));
 }
 
 static int is_plain_scalar(PyObject* v) {
@@ -402,24 +556,44 @@ static int is_plain_scalar(PyObject* v) {
          PyUnicode_CheckExact(v) || PyBytes_CheckExact(v);
 }
 
-static int check_handle(TVMFFIObject* obj, int64_t bytes_per_level, int skip_ignored) {
+/* Checks the graph below obj; on success *immutable_height is its height if
+ * every node is immutable (is_immutable_node), else 0. */
+static int check_handle(TVMFFIObject* obj, int64_t limit, int skip_ignored,
+                        int64_t* immutable_height) {
   Walk w;
   walk_init(&w, skip_ignored);
-  int64_t limit = depth_limit(bytes_per_level);
+  int64_t height = 0;
   int rc = tree_fits(&w, obj, limit, TREE_BUDGET);
-  if (rc == 0) {
+  if (rc == 1) {
+    height = w.tallest;
+  } else if (rc == 0) {
     w.nkids = w.depth = 0;
-    rc = graph_height(&w, obj, limit) < 0 ? -1 : 1;
+    height = graph_height(&w, obj, limit);
+    rc = height < 0 ? -1 : 1;
   }
+  *immutable_height = rc == 1 && w.all_immutable ? height : 0;
   walk_free(&w);
   return rc < 0 ? -1 : 0;
+}
+
+/* check_handle for an object's own handle, remembering an immutable graph's
+ * height in the object, so that checking it again is one comparison. */
+int tvmffi_graph_check_object(PyObject* obj, int64_t limit, int skip_ignored) {
+  TVMFFIPyObject* self = (TVMFFIPyObject*)obj;
+  TVMFFIObjectHandle h = tvmffi_object_handle(obj);
+  if (h == NULL) return -1;
+  if (self->graph_height > 0 && self->graph_height <= limit) return 0;
+  int64_t height;
+  if (check_handle(h, limit, skip_ignored, &height) != 0) return -1;
+  self->graph_height = height;
+  return 0;
 }
 
 /* The value to pass to the runtime in value's place, before its check: objects
  * and obj._move() references as they are, lists, dicts and other convertible
  * values converted once (this may run Python code: __tvm_ffi_value__, __index__).
  * New reference, or NULL with the error set. */
-static PyObject* converted_value(PyObject* value) {
+PyObject* tvmffi_graph_converted(PyObject* value) {
   if (is_plain_scalar(value) || Py_IS_TYPE(value, &TVMFFIRValueRefType) ||
       tvmffi_is_object(value)) {
     return Py_NewRef(value);
@@ -429,28 +603,22 @@ static PyObject* converted_value(PyObject* value) {
   return tvmffi_any_to_py_owned(&any);
 }
 
-/* Check a converted_value (runs no Python code): 0, or -1 with ValueError for a
+/* Check a tvmffi_graph_converted value (runs no Python code): 0, or -1 with ValueError for a
  * cycle / RecursionError for too deep. */
-static int check_value(PyObject* value, long long per_level, int skip) {
+int tvmffi_graph_check(PyObject* value, int64_t limit, int skip) {
   if (Py_IS_TYPE(value, &TVMFFIRValueRefType)) { /* obj._move(): check obj, keep the move */
     PyObject* target = PyObject_GetAttrString(value, "obj");
     if (target == NULL) return -1;
-    int rc = 0;
-    if (tvmffi_is_object(target)) {
-      TVMFFIObjectHandle h = tvmffi_object_handle(target);
-      rc = h != NULL ? check_handle(h, per_level, skip) : -1;
-    }
+    int rc = tvmffi_is_object(target) ? tvmffi_graph_check_object(target, limit, skip) : 0;
     Py_DECREF(target);
     return rc;
   }
-  if (!tvmffi_is_object(value)) return 0;
-  TVMFFIObjectHandle h = tvmffi_object_handle(value);
-  return h != NULL ? check_handle(h, per_level, skip) : -1;
+  return tvmffi_is_object(value) ? tvmffi_graph_check_object(value, limit, skip) : 0;
 }
 
 static PyObject* checked_value(PyObject* value, long long per_level, int skip) {
-  PyObject* v = converted_value(value);
-  if (v != NULL && check_value(v, per_level, skip) != 0) Py_CLEAR(v);
+  PyObject* v = tvmffi_graph_converted(value);
+  if (v != NULL && tvmffi_graph_check(v, tvmffi_graph_limit(per_level), skip) != 0) Py_CLEAR(v);
   return v;
 }
 
@@ -479,7 +647,7 @@ static PyObject* py_graph_check(PyObject* m, PyObject* const* args, Py_ssize_t n
 }
 
 /* _graph_call(fn, bytes_per_level, skip_seq_ignored, checked, *args): fn(*args), each
- * argument i with bit i set in `checked` passed as checked_value gives it. Checking and calling
+ * argument i with bit i set in `checked` passed as tvmffi_graph_converted gives it. Checking and calling
  * are one step for other Python threads: between a separate check and the call
  * another thread could make a checked List contain itself (the runtime functions
  * called here keep the GIL, and packing checked values runs no Python code). */
@@ -507,12 +675,13 @@ static PyObject* py_graph_call(PyObject* m, PyObject* const* args, Py_ssize_t na
   /* Conversions first (they may run Python code, so other threads), then the
    * checks and the call with no Python code in between. */
   for (; made < n; ++made) {
-    call_args[made] = (checked >> made) & 1 ? converted_value(args[4 + made])
+    call_args[made] = (checked >> made) & 1 ? tvmffi_graph_converted(args[4 + made])
                                             : Py_NewRef(args[4 + made]);
     if (call_args[made] == NULL) goto done;
   }
+  int64_t limit = tvmffi_graph_limit(per_level);
   for (Py_ssize_t i = 0; i < n; ++i) {
-    if ((checked >> i) & 1 && check_value(call_args[i], per_level, skip) != 0) goto done;
+    if ((checked >> i) & 1 && tvmffi_graph_check(call_args[i], limit, skip) != 0) goto done;
   }
   result = PyObject_Vectorcall(args[0], call_args, (size_t)n, NULL);
 done:

@@ -83,7 +83,8 @@ PyMODINIT_FUNC PyInit__core(void) {
   if (m == NULL) return NULL;
   if (tvmffi_object_init_types(m) < 0 || tvmffi_function_init_types(m) < 0 ||
       tvmffi_device_init_types(m) < 0 || tvmffi_dtype_init_types(m) < 0 ||
-      tvmffi_reflection_init(m) < 0 || tvmffi_graph_guard_init(m) < 0 || tvmffi_any_init(m) < 0 ||
+      tvmffi_reflection_init(m) < 0 || tvmffi_graph_guard_init(m) < 0 ||
+      tvmffi_graph_entry_init(m) < 0 || tvmffi_any_init(m) < 0 ||
       tvmffi_error_object_init(m) < 0 || tvmffi_rvalue_init(m) < 0 ||
       tvmffi_py_class_init(m) < 0 || tvmffi_strbytes_init_types(m) < 0 ||
       tvmffi_tensor_init_types(m) < 0 || tvmffi_stream_init(m) < 0 ||

@@ -224,6 +224,7 @@ static PyObject* new_plain(PyTypeObject* cls, TVMFFIObjectHandle handle) {
   ((TVMFFIPyObject*)obj)->handle = handle;
   ((TVMFFIPyObject*)obj)->weakreflist = NULL;
   ((TVMFFIPyObject*)obj)->dlpack_api = NULL;
+  ((TVMFFIPyObject*)obj)->graph_height = 0;
   return PyObject_Init(obj, cls); /* takes the reference a heap type's instance holds */
 }
 

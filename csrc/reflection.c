@@ -456,6 +456,7 @@ PyObject* tvmffi_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t narg
     return NULL;
   }
   self->handle = h;
+  self->graph_height = 0; /* a handle moved out (obj._move()) may be replaced */
   Py_RETURN_NONE;
 }
 

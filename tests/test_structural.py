@@ -575,3 +575,70 @@ def test_structural_key_whose_value_became_cyclic() -> None:
     with pytest.raises(ValueError, match="Cycle detected"):
         k1 == k2  # noqa: B015
     assert (k1 == [1]) is False
+
+
+def _wide(inner: Any, n: int = 40) -> Map:
+    """A Map of n entries (the runtime's dense layout past 4) with inner in the middle."""
+    entries: dict[Any, Any] = {f"key-{i:03d}": i for i in range(n)}
+    entries["key-mid"] = inner
+    return Map(entries)
+
+
+@pytest.mark.parametrize(("name", "op"), _TRAVERSALS, ids=[n for n, _ in _TRAVERSALS])
+def test_cycle_and_depth_found_through_wide_maps(name: str, op: Callable[[Any], Any]) -> None:
+    # Map entries are read in the runtime's layout: a cycle or a deep chain hidden
+    # among a dense map's entries (keys or values) must still be found.
+    with pytest.raises(ValueError, match="Cycle detected"):
+        op(_wide(_cyclic_list()))
+    d = Dict({f"k{i}": i for i in range(40)})
+    d[Array([d])] = 1  # the cycle through a key
+    with pytest.raises(ValueError, match="Cycle detected"):
+        op(d)
+    deep: Any = Array([1])
+    for _ in range(3000):
+        deep = _wide(deep, 5) if _ % 500 == 0 else Array([deep])
+    err = _run_in_small_stack_thread(lambda: op(deep))
+    assert isinstance(err, RecursionError), err
+
+
+@pytest.mark.parametrize(("name", "op"), _TRAVERSALS[:3], ids=[n for n, _ in _TRAVERSALS[:3]])
+def test_remembered_height_is_checked_against_each_stack(
+    name: str, op: Callable[[Any], Any]
+) -> None:
+    # A checked Array/Map graph remembers its height; a later call on a thread with
+    # less stack must still refuse it.
+    deep: Any = Array([1])
+    for _ in range(3000):
+        deep = Array([deep])
+    op(deep)  # fits the main thread's stack; remembered
+    op(deep)
+    err = _run_in_small_stack_thread(lambda: op(deep))
+    assert isinstance(err, RecursionError), err
+
+
+def test_equal_and_hash_signatures_and_argument_binding() -> None:
+    import inspect
+    import pickle
+
+    a, b = Array([1, Map({"k": 2})]), Array([1, Map({"k": 2})])
+    assert tvmffi.structural_equal(a, b) is True
+    assert tvmffi.structural_equal(lhs=a, rhs=b, map_free_vars=True) is True
+    assert tvmffi.structural_equal(a, Array([1])) is False
+    assert tvmffi.structural_equal([1, {"k": 2}], b) is True  # converted once
+    assert tvmffi.structural_hash(a) == tvmffi.structural_hash(value=b, skip_tensor_content=False)
+    assert list(inspect.signature(tvmffi.structural_equal).parameters) == [
+        "lhs", "rhs", "map_free_vars", "skip_tensor_content"
+    ]
+    assert tvmffi.structural_hash.__name__ == "structural_hash"
+    assert "unsigned 64-bit" in (tvmffi.structural_hash.__doc__ or "")
+    assert pickle.loads(pickle.dumps(tvmffi.structural_equal)) is tvmffi.structural_equal
+    with pytest.raises(TypeError, match="missing required argument 'rhs'"):
+        tvmffi.structural_equal(a)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'other'"):
+        tvmffi.structural_equal(a, other=b)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values for argument 'lhs'"):
+        tvmffi.structural_equal(a, b, lhs=a)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="at most 3 arguments"):
+        tvmffi.structural_hash(a, False, False, 1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        tvmffi.structural_hash(object())

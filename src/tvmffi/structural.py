@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import collections.abc
 import ctypes
+import functools
 import inspect
 import types
 import typing
 from collections.abc import Callable, Sequence
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import _core
 from ._core import Function, Object, Tensor
@@ -134,6 +135,32 @@ class DefRegionKind(IntEnum):
     DEF_SIMPLE = 2
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+_AS_BOOL = 1  # graph_entry.c result kinds
+_AS_U64 = 2
+
+
+def _native(fn: Function, level_bytes: int, checked: int, result: int) -> Callable[[_F], _F]:
+    """Replace a prototype by its native entry point (``_core._graph_entry``).
+
+    The prototype gives the public name, docstring and signature; the entry binds the
+    arguments, checks those in bit mask ``checked`` and calls ``fn`` in one C step, and
+    converts the result as ``result`` says, with no Python frame on the way.
+    """
+
+    def wrap(proto: _F) -> _F:
+        params = inspect.signature(proto).parameters.values()
+        names = tuple(p.name for p in params)
+        defaults = tuple(p.default for p in params if p.default is not p.empty)
+        entry = _core._graph_entry(
+            proto.__name__, fn, level_bytes, True, checked, names, defaults, result
+        )
+        return cast(_F, functools.update_wrapper(entry, proto))
+
+    return wrap
+
+
+@_native(_StructuralEqual, _EQ_LEVEL_BYTES, checked=0b11, result=_AS_BOOL)
 def structural_equal(
     lhs: Any, rhs: Any, map_free_vars: bool = False, skip_tensor_content: bool = False
 ) -> bool:
@@ -142,12 +169,10 @@ def structural_equal(
     ``map_free_vars`` lets free variables map to each other; ``skip_tensor_content``
     compares tensors by shape and dtype only.
     """
-    return bool(
-        _call(_StructuralEqual, _EQ_LEVEL_BYTES, True, 0b11, lhs, rhs, map_free_vars,
-              skip_tensor_content)
-    )
+    raise AssertionError("replaced by its native entry point")
 
 
+@_native(_StructuralHash, _HASH_LEVEL_BYTES, checked=0b1, result=_AS_U64)
 def structural_hash(
     value: Any, map_free_vars: bool = False, skip_tensor_content: bool = False
 ) -> int:
@@ -155,9 +180,7 @@ def structural_hash(
 
     The runtime's int64 hash is returned as an unsigned 64-bit int, as officially.
     """
-    h = _call(_StructuralHash, _HASH_LEVEL_BYTES, True, 0b1, value, map_free_vars,
-              skip_tensor_content)
-    return int(h) & _U64_MASK
+    raise AssertionError("replaced by its native entry point")
 
 
 def get_first_structural_mismatch(
