@@ -166,6 +166,26 @@ def _graph_call(
 ) -> Any: ...
 def _depth_limit(bytes_per_level: int) -> int: ...
 
+# ---- graph_entry.c: native entry points that check and call in one step ----------
+class GraphEntry:
+    """A native f(*args, **kwargs) over a recursive runtime graph function."""
+
+    __name__: str
+    __doc__: str | None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+def _graph_entry(
+    name: str,
+    fn: Function,
+    bytes_per_level: int,
+    skip_seq_ignored: bool,
+    checked: int,
+    names: tuple[str, ...],
+    defaults: tuple[Any, ...],
+    result: int,
+) -> GraphEntry: ...
+
 # ---- strbytes.c / callback.c: String, Bytes, opaque Python objects -------------
 class String(str):
     """A str that keeps the FFI String it came from."""
