@@ -213,6 +213,14 @@ int tvmffi_reflection_init(PyObject* module);
 
 /* ---- graph_guard.c: depth/cycle check before the runtime's recursive traversals ---- */
 int tvmffi_graph_guard_init(PyObject* module);
+/* Map/Dict entries read in place, in the runtime's layout (graph_guard.c has
+ * it): whether that layout reads back right on maps the runtime builds
+ * (checked once, with the GIL; an error reads as no and is asked again), and
+ * fn on each entry (pointers into the map's own storage), returning the count
+ * seen or -1 when fn failed. */
+typedef int (*TVMFFIMapEntryFn)(void* ctx, const TVMFFIAny* key, const TVMFFIAny* value);
+int tvmffi_map_layout_ok(void);
+int64_t tvmffi_map_layout_each(const TVMFFIObject* obj, TVMFFIMapEntryFn fn, void* ctx);
 /* The value to pass on in value's place (objects as they are, lists, dicts and
  * other convertible values converted once; may run Python code), new reference. */
 PyObject* tvmffi_graph_converted(PyObject* value);

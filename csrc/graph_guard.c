@@ -253,7 +253,7 @@ static int add_map_children_by_functor(Walk* w, TVMFFIObject* obj, int is_dict) 
  * bytes, then 16 items of key, value and two list links; 0xFF marks an empty
  * slot, 0xFE a protected one). Reading it in place costs nothing per entry,
  * where the iterator functor costs three FFI calls. The layout is checked
- * once against maps the runtime builds (map_layout_ok), and every read
+ * once against maps the runtime builds (tvmffi_map_layout_ok), and every read
  * against the entry count, so another runtime build falls back to the
  * functor instead of misreading. */
 typedef struct {
@@ -272,10 +272,8 @@ typedef struct {
 #define MAP_BLOCK_CAP 16
 #define MAP_SLOT_PROTECTED 0xFE /* and 0xFF: empty; both hold no entry */
 
-typedef int (*EntryFn)(void* ctx, const TVMFFIAny* key, const TVMFFIAny* value);
-
 /* Calls fn on each entry; the number of entries seen, or -1 when fn failed. */
-static int64_t map_layout_each(const TVMFFIObject* obj, EntryFn fn, void* ctx) {
+int64_t tvmffi_map_layout_each(const TVMFFIObject* obj, TVMFFIMapEntryFn fn, void* ctx) {
   const MapCell* m = tvmffi_cell((TVMFFIObjectHandle)obj);
   int64_t seen = 0;
   if (m->slots & MAP_SMALL_TAG) {
@@ -340,14 +338,14 @@ static int probe_layout(int64_t n, int small) {
     const MapCell* m = tvmffi_cell(map.v_obj);
     LayoutProbe p = {n, 0};
     ok = ((m->slots & MAP_SMALL_TAG) != 0) == small && m->size == (uint64_t)n &&
-         map_layout_each(map.v_obj, probe_entry, &p) == n && p.matched == n;
+         tvmffi_map_layout_each(map.v_obj, probe_entry, &p) == n && p.matched == n;
   }
   tvmffi_any_release(&map);
   return ok;
 }
 
 /* Whether Map/Dict entries can be read in place: asked once per process. */
-static int map_layout_ok(void) {
+int tvmffi_map_layout_ok(void) {
   static int known = -1;
   if (known < 0) {
     int small = probe_layout(2, 1);
@@ -367,9 +365,9 @@ static int add_entry_children(void* ctx, const TVMFFIAny* key, const TVMFFIAny* 
 }
 
 static int add_map_children(Walk* w, TVMFFIObject* obj, int is_dict) {
-  if (map_layout_ok()) {
+  if (tvmffi_map_layout_ok()) {
     size_t begin = w->nkids;
-    int64_t seen = map_layout_each(obj, add_entry_children, w);
+    int64_t seen = tvmffi_map_layout_each(obj, add_entry_children, w);
     if (seen < 0) return -1;
     if ((uint64_t)seen == ((const MapCell*)tvmffi_cell(obj))->size) return 0;
     w->nkids = begin; /* a layout this check does not know: ask the runtime */

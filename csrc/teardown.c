@@ -10,12 +10,15 @@
  * Where tvmffi itself drops a reference (a wrapper's dealloc, an owned Any
  * released, a py_class Any field overwritten), tvmffi_object_release hands a
  * container or py_class object whose count says "last reference" to
- * tvmffi_release_deep, which frees it breadth-first from an explicit work
- * list: before the object's own DecRef, every child slot holding an object
+ * tvmffi_release_deep, which frees it from an explicit work list (a stack):
+ * before the object's own DecRef, every child slot holding an object
  * that is itself an openable kind (Array, List, Map, Dict, py_class) and is
  * referenced only by that slot is moved into the work list and the slot set
  * to None. Each runtime deleter then only meets leaves and shared children,
- * whose release does not recurse into anything deep.
+ * whose release does not recurse into anything deep. Where the runtime drops
+ * the value instead (a List or Dict mutation, a field setter), the caller
+ * holds it across the call (_hold_items, _dict_hold_value, reflection.c's
+ * field_hold_old), so the last reference is still ours.
  *
  * Why moving a child is safe: an object whose combined count is exactly "one
  * strong, no weak" while we hold a strong reference is reachable by nobody
@@ -26,11 +29,10 @@
  * kind whose layout is not known) is left to the runtime as before.
  *
  * Layouts are read from memory: TVMFFISeqCell (c_api.h) for Array and List;
- * the MapBaseObj fields (small layout: data_ is an array of size_ key/value
- * pairs; dense layout: blocks of 16 metadata bytes and 16 items) for Map and
- * Dict; the reflected fields, stored the way the runtime's py_class deleter
- * destroys them, for objects whose deleter is that deleter. The container
- * layouts are checked at import on values the runtime builds
+ * the runtime's map layout (read by graph_guard.c's tvmffi_map_layout_each)
+ * for Map and Dict; the reflected fields, stored the way the runtime's
+ * py_class deleter destroys them, for objects whose deleter is that deleter.
+ * The container layouts are checked at import on values the runtime builds
  * (tvmffi_teardown_init); a kind that does not read back as expected is
  * never opened, and its values are freed by plain DecRef.
  */
@@ -42,39 +44,10 @@
 /* One strong reference and the weak one that all strong references share. */
 #define COUNT_SOLE ((UINT64_C(1) << 32) | UINT64_C(1))
 
-/* ---- the runtime's container layouts, checked at import -------------------- */
-typedef struct { /* MapBaseObj, after the object header */
-  void* data;
-  uint64_t size;
-  uint64_t slots; /* bit 63: small layout */
-  void (*data_deleter)(void*);
-} MapCell;
-
-#define MAP_SMALL_TAG (UINT64_C(1) << 63)
-#define MAP_BLOCK_CAP 16
-#define MAP_SLOT_EMPTY 0xFF
-#define MAP_SLOT_PROTECTED 0xFE
-
-typedef struct { /* DenseMapBaseObj::ItemType */
-  TVMFFIAny key;
-  TVMFFIAny value;
-  uint64_t prev;
-  uint64_t next;
-} DenseItem;
-
-typedef struct { /* DenseMapBaseObj::Block */
-  uint8_t meta[MAP_BLOCK_CAP];
-  DenseItem items[MAP_BLOCK_CAP];
-} DenseBlock;
-
-_Static_assert(sizeof(DenseItem) == 48, "DenseMapBaseObj::ItemType is 48 bytes");
-_Static_assert(sizeof(DenseBlock) == MAP_BLOCK_CAP * 49, "a dense block is 16 * (48 + 1) bytes");
-
 /* Set once at import (GIL held), read from any thread afterwards. */
 static int g_seq_ok;
-static int g_small_map_ok;
-static int g_dense_map_ok;
-/* The runtime's py_class deleter, learned from an instance (see learn). */
+static int g_map_ok;
+/* The runtime's py_class deleter, learned from an instance (py_learn_deleter). */
 static uintptr_t g_py_class_deleter;
 
 static inline int sole_owner(TVMFFIObject* o) {
@@ -86,18 +59,15 @@ static inline int is_py_class(TVMFFIObject* o) {
   return d != 0 && (uintptr_t)o->deleter == d;
 }
 
-/* Whether we know where `o` keeps its children. Asked after sole_owner: a
- * shared Dict's fields may be changing under another thread. */
+/* Whether we know where `o` keeps its children. */
 static int openable(TVMFFIObject* o) {
   switch (o->type_index) {
     case kTVMFFIArray:
     case kTVMFFIList:
       return g_seq_ok;
     case kTVMFFIMap:
-    case kTVMFFIDict: {
-      const MapCell* m = tvmffi_cell(o);
-      return (m->slots & MAP_SMALL_TAG) ? g_small_map_ok : g_dense_map_ok;
-    }
+    case kTVMFFIDict:
+      return g_map_ok;
     default:
       return o->type_index >= kTVMFFIDynObjectBegin && is_py_class(o);
   }
@@ -151,25 +121,15 @@ static void open_seq(TVMFFIObject* o, Work* w) {
   for (int64_t i = 0; i < cell->size; ++i) detach_any(&items[i], w);
 }
 
-static void open_map(TVMFFIObject* o, Work* w) {
-  MapCell* m = tvmffi_cell(o);
-  if (m->data == NULL) return;
-  if (m->slots & MAP_SMALL_TAG) {
-    TVMFFIAny* kv = m->data;
-    for (uint64_t i = 0; i < 2 * m->size; ++i) detach_any(&kv[i], w);
-    return;
-  }
-  DenseBlock* blocks = m->data;
-  uint64_t n_blocks = (m->slots + MAP_BLOCK_CAP - 1) / MAP_BLOCK_CAP;
-  for (uint64_t b = 0; b < n_blocks; ++b) {
-    for (int j = 0; j < MAP_BLOCK_CAP; ++j) {
-      uint8_t meta = blocks[b].meta[j];
-      if (meta == MAP_SLOT_EMPTY || meta == MAP_SLOT_PROTECTED) continue;
-      detach_any(&blocks[b].items[j].key, w);
-      detach_any(&blocks[b].items[j].value, w);
-    }
-  }
+/* The map's storage is ours to change: the const of the entry callback's
+ * pointers (graph_guard.c only reads) is cast away. */
+static int detach_entry(void* w, const TVMFFIAny* key, const TVMFFIAny* value) {
+  detach_any((TVMFFIAny*)key, w);
+  detach_any((TVMFFIAny*)value, w);
+  return 0;
 }
+
+static void open_map(TVMFFIObject* o, Work* w) { tvmffi_map_layout_each(o, detach_entry, w); }
 
 /* A py_class object's fields, as the runtime's py_class deleter destroys them:
  * an Any-typed field of 16 bytes is an Any; an object-typed field, or an
@@ -247,29 +207,8 @@ static int hold_slot(const TVMFFIAny* slot, PyObject** held) {
   return rc;
 }
 
-static int hold_map(TVMFFIObject* o, PyObject** held) {
-  MapCell* m = tvmffi_cell(o);
-  if (m->data == NULL) return 0;
-  if (m->slots & MAP_SMALL_TAG) {
-    TVMFFIAny* kv = m->data;
-    for (uint64_t i = 0; i < 2 * m->size; ++i) {
-      if (hold_slot(&kv[i], held) != 0) return -1;
-    }
-    return 0;
-  }
-  DenseBlock* blocks = m->data;
-  uint64_t n_blocks = (m->slots + MAP_BLOCK_CAP - 1) / MAP_BLOCK_CAP;
-  for (uint64_t b = 0; b < n_blocks; ++b) {
-    for (int j = 0; j < MAP_BLOCK_CAP; ++j) {
-      uint8_t meta = blocks[b].meta[j];
-      if (meta == MAP_SLOT_EMPTY || meta == MAP_SLOT_PROTECTED) continue;
-      if (hold_slot(&blocks[b].items[j].key, held) != 0 ||
-          hold_slot(&blocks[b].items[j].value, held) != 0) {
-        return -1;
-      }
-    }
-  }
-  return 0;
+static int hold_entry(void* held, const TVMFFIAny* key, const TVMFFIAny* value) {
+  return hold_slot(key, held) != 0 || hold_slot(value, held) != 0 ? -1 : 0;
 }
 
 /* _hold_items(container, start=0, stop=<size>) -> list or None: wrappers of
@@ -299,7 +238,7 @@ static PyObject* py_hold_items(PyObject* m, PyObject* const* args, Py_ssize_t na
     if (stop > cell->size) stop = (Py_ssize_t)cell->size;
     for (Py_ssize_t i = start; rc == 0 && i < stop; ++i) rc = hold_slot(&items[i], &held);
   } else if ((o->type_index == kTVMFFIMap || o->type_index == kTVMFFIDict) && openable(o)) {
-    rc = hold_map(o, &held);
+    rc = tvmffi_map_layout_each(o, hold_entry, &held) < 0 ? -1 : 0;
   }
   if (rc != 0) {
     Py_XDECREF(held);
@@ -322,9 +261,7 @@ static PyObject* py_dict_hold_value(PyObject* m, PyObject* const* args, Py_ssize
     return NULL;
   }
   TVMFFIObject* d = ((TVMFFIPyObject*)args[0])->handle;
-  if (d == NULL || d->type_index != kTVMFFIDict || ((MapCell*)tvmffi_cell(d))->size == 0) {
-    Py_RETURN_NONE;
-  }
+  if (d == NULL || d->type_index != kTVMFFIDict) Py_RETURN_NONE;
   TempList temps;
   temps_init(&temps);
   TVMFFIAny call_args[2] = {{.type_index = kTVMFFIDict, .v_obj = d}};
@@ -344,87 +281,34 @@ static PyObject* py_dict_hold_value(PyObject* m, PyObject* const* args, Py_ssize
   return tvmffi_object_wrap_typed(r.v_obj, r.type_index);
 }
 
-/* ---- layout checks at import ------------------------------------------------ */
-/* Each builds a value through the runtime's own constructor and reads it back
- * with the layout above; 1 when everything is where it should be. */
+/* ---- layout check at import ------------------------------------------------- */
+/* An Array and a List of three ints built by the runtime read back through
+ * TVMFFISeqCell; 1 when everything is where it should be. (Maps:
+ * tvmffi_map_layout_ok.) */
 #define CHECK_BASE 7001
-
-static int build(const char* name, TVMFFIObjectHandle* cache, int n, int pairs,
-                 TVMFFIAny* result) {
-  TVMFFIAny args[2 * 40];
-  for (int i = 0; i < n * (pairs ? 2 : 1); ++i) {
-    args[i].type_index = kTVMFFIInt;
-    args[i].zero_padding = 0;
-    /* a pair's key is i, its value key + 1000; a sequence's element CHECK_BASE + i */
-    args[i].v_int64 = pairs ? (i % 2 ? i / 2 + 1000 : i / 2) : CHECK_BASE + i;
-  }
-  if (tvmffi_call_global_any(name, cache, args, n * (pairs ? 2 : 1), result) != 0) {
-    PyErr_Clear();
-    return -1;
-  }
-  return 0;
-}
-
-static int int_is(const TVMFFIAny* a, int64_t v) {
-  return a->type_index == kTVMFFIInt && a->v_int64 == v;
-}
 
 static int check_seq(const char* name, int32_t type_index) {
   static TVMFFIObjectHandle caches[2];
+  TVMFFIAny args[3];
+  for (int i = 0; i < 3; ++i) {
+    args[i].type_index = kTVMFFIInt;
+    args[i].zero_padding = 0;
+    args[i].v_int64 = CHECK_BASE + i;
+  }
   TVMFFIAny r;
-  if (build(name, &caches[type_index == kTVMFFIList], 3, 0, &r) != 0) return 0;
+  if (tvmffi_call_global_any(name, &caches[type_index == kTVMFFIList], args, 3, &r) != 0) {
+    PyErr_Clear();
+    return 0;
+  }
   int ok = r.type_index == type_index;
   if (ok) {
     const TVMFFISeqCell* cell = tvmffi_cell(r.v_obj);
     const TVMFFIAny* items = cell->data;
     ok = cell->size == 3 && cell->capacity >= 3 && items != NULL;
-    for (int i = 0; ok && i < 3; ++i) ok = int_is(&items[i], CHECK_BASE + i);
-  }
-  tvmffi_any_release(&r);
-  return ok;
-}
-
-/* Whether the (key, value) pair is (k, k + 1000) for a k in [0, n) not seen yet. */
-static int pair_ok(const TVMFFIAny* key, const TVMFFIAny* value, int n, char* seen) {
-  if (key->type_index != kTVMFFIInt || key->v_int64 < 0 || key->v_int64 >= n) return 0;
-  if (seen[key->v_int64] || !int_is(value, key->v_int64 + 1000)) return 0;
-  seen[key->v_int64] = 1;
-  return 1;
-}
-
-/* 1 when the map of n entries reads back right in the layout it has and that
- * layout is the one `small` asks for; 0 otherwise. */
-static int read_map(TVMFFIObject* o, int n, int small) {
-  const MapCell* m = tvmffi_cell(o);
-  char seen[40] = {0};
-  if (m->size != (uint64_t)n || m->data == NULL || !(m->slots & MAP_SMALL_TAG) != !small) {
-    return 0;
-  }
-  int found = 0;
-  if (small) {
-    const TVMFFIAny* kv = m->data;
-    for (int i = 0; i < n; ++i) found += pair_ok(&kv[2 * i], &kv[2 * i + 1], n, seen);
-    return found == n;
-  }
-  const DenseBlock* blocks = m->data;
-  uint64_t n_blocks = (m->slots + MAP_BLOCK_CAP - 1) / MAP_BLOCK_CAP;
-  if (m->slots < (uint64_t)n || n_blocks > 64) return 0;
-  for (uint64_t b = 0; b < n_blocks; ++b) {
-    for (int j = 0; j < MAP_BLOCK_CAP; ++j) {
-      uint8_t meta = blocks[b].meta[j];
-      if (meta == MAP_SLOT_EMPTY || meta == MAP_SLOT_PROTECTED) continue;
-      if (!pair_ok(&blocks[b].items[j].key, &blocks[b].items[j].value, n, seen)) return 0;
-      ++found;
+    for (int i = 0; ok && i < 3; ++i) {
+      ok = items[i].type_index == kTVMFFIInt && items[i].v_int64 == CHECK_BASE + i;
     }
   }
-  return found == n;
-}
-
-static int check_map(const char* name, int32_t type_index, int n, int small) {
-  static TVMFFIObjectHandle caches[2];
-  TVMFFIAny r;
-  if (build(name, &caches[type_index == kTVMFFIDict], n, 1, &r) != 0) return 0;
-  int ok = r.type_index == type_index && read_map(r.v_obj, n, small);
   tvmffi_any_release(&r);
   return ok;
 }
@@ -432,8 +316,8 @@ static int check_map(const char* name, int32_t type_index, int n, int small) {
 /* _py_class_learn_deleter(type_index): make one instance of a py_class type
  * through its __ffi_new__ and remember the deleter the runtime gave it (the
  * same function for every py_class type), so that deep chains of such objects
- * are freed iteratively. Silently does nothing when the type has no
- * __ffi_new__ or the instance does not look like one (fields not None). */
+ * are freed iteratively. Does nothing when the type has no __ffi_new__ or
+ * the call fails. */
 static PyObject* py_learn_deleter(PyObject* m, PyObject* arg) {
   (void)m;
   long type_index = PyLong_AsLong(arg);
@@ -457,12 +341,12 @@ static PyObject* py_learn_deleter(PyObject* m, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
-/* _teardown_layouts() -> (seq, small map, dense map, py_class): which kinds
+/* _teardown_layouts() -> (seq, map, py_class): which kinds
  * deep frees open (for tests). */
 static PyObject* py_teardown_layouts(PyObject* m, PyObject* unused) {
   (void)m;
   (void)unused;
-  return Py_BuildValue("(iiii)", g_seq_ok, g_small_map_ok, g_dense_map_ok,
+  return Py_BuildValue("(iii)", g_seq_ok, g_map_ok,
                        __atomic_load_n(&g_py_class_deleter, __ATOMIC_RELAXED) != 0);
 }
 
@@ -473,14 +357,12 @@ static PyMethodDef teardown_methods[] = {
     {"_dict_hold_value", (PyCFunction)(void (*)(void))py_dict_hold_value, METH_FASTCALL,
      "(dict, key) -> the key's openable value, or None"},
     {"_teardown_layouts", py_teardown_layouts, METH_NOARGS,
-     "() -> (seq, small map, dense map, py_class) layouts in use"},
+     "() -> (seq, map, py_class) layouts in use"},
     {NULL, NULL, 0, NULL},
 };
 
 int tvmffi_teardown_init(PyObject* module) {
   g_seq_ok = check_seq("ffi.Array", kTVMFFIArray) && check_seq("ffi.List", kTVMFFIList);
-  g_small_map_ok = check_map("ffi.Map", kTVMFFIMap, 3, 1) && check_map("ffi.Dict", kTVMFFIDict, 3, 1);
-  g_dense_map_ok =
-      check_map("ffi.Map", kTVMFFIMap, 40, 0) && check_map("ffi.Dict", kTVMFFIDict, 40, 0);
+  g_map_ok = tvmffi_map_layout_ok();
   return PyModule_AddFunctions(module, teardown_methods);
 }

@@ -131,7 +131,7 @@ def test_layouts_verified_at_import() -> None:
     class Probe(tvmffi.Object):
         x: int
 
-    assert _core._teardown_layouts() == (1, 1, 1, 1)
+    assert _core._teardown_layouts() == (1, 1, 1)
 
 
 # ---- the iterative free never takes what someone else still holds -----------------------
