@@ -94,6 +94,9 @@ static inline void temps_init(TempList* t) {
 }
 int temps_push(TempList* t, TVMFFIObjectHandle h);
 void temps_release(TempList* t);
+/* Frees a call's own temporary Tensor object (own_tensor.c) when nobody else
+ * holds it: 1, or 0 when the reference must be dropped as usual. GIL held. */
+int tvmffi_own_release_unshared(TVMFFIObjectHandle h);
 
 /* ---- any.c: conversions ---------------------------------------------------- */
 /* Python -> AnyView. The view borrows from `obj` (which the caller keeps alive)

@@ -26,11 +26,12 @@ static PyObject* g_empty_tuple;
 /* The DLDeviceType values of dlpack.h (1-4, 7-18), one bit each. */
 #define KNOWN_DEVICE_TYPES ((((uint32_t)1 << 19) - 1) & ~(uint32_t)((1 << 0) | (1 << 5) | (1 << 6)))
 
-/* What is wrong with a producer's DLTensor, or NULL when it is sound to read.
- * Every value is the producer's word, and a lie (ndim < 0, shape NULL, a
- * billion dimensions) would otherwise be read as memory. Strides may be NULL
- * (compact); the data pointer is the producer's to answer for. */
-static inline const char* dl_fault(const DLTensor* dl) {
+/* What is wrong with a producer's DLTensor header (device, dtype, rank, the
+ * shape pointer), or NULL when its arrays may be read. Every value is the
+ * producer's word, and a lie (ndim < 0, shape NULL, a billion dimensions)
+ * would otherwise be read as memory. Strides may be NULL (compact); the data
+ * pointer is the producer's to answer for. */
+static inline const char* dl_header_fault(const DLTensor* dl) {
   uint32_t dev = (uint32_t)dl->device.device_type;
   if (dev >= 32 || !((KNOWN_DEVICE_TYPES >> dev) & 1) || dl->device.device_id < 0) {
     return "unknown device";
@@ -40,15 +41,26 @@ static inline const char* dl_fault(const DLTensor* dl) {
   }
   if ((uint32_t)dl->ndim > DL_MAX_NDIM) return "ndim out of range";
   if (dl->ndim > 0 && dl->shape == NULL) return "no shape";
-  /* The element count (with empty dimensions counted as 1, as compact strides
-   * multiply them) must fit int64_t. */
+  return NULL;
+}
+
+/* The extents must be >= 0 and the element count (empty dimensions counted as
+ * 1, as compact strides multiply them) must fit int64_t. Copies the shape to
+ * `to` on the way when it is not NULL. */
+static inline const char* dl_shape_fault(const DLTensor* dl, int64_t* to) {
   int64_t count = 1;
   for (int i = 0; i < dl->ndim; ++i) {
     int64_t d = dl->shape[i];
     if (d < 0) return "negative shape";
     if (__builtin_mul_overflow(count, d > 0 ? d : 1, &count)) return "shape too large";
+    if (to != NULL) to[i] = d;
   }
   return NULL;
+}
+
+static inline const char* dl_fault(const DLTensor* dl) {
+  const char* what = dl_header_fault(dl);
+  return what != NULL ? what : dl_shape_fault(dl, NULL);
 }
 
 static Py_NO_INLINE int dl_error(const DLTensor* dl, const char* what, const char* producer,
@@ -125,13 +137,54 @@ int torch_ask_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos) {
   return 0;
 }
 
-/* A producer's non-owning DLTensor fill (see exchange_fills). */
+/* A producer's non-owning DLTensor fill (see exchange_fills), checked. */
 int exchange_fill(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, DLTensor* dl) {
   if (e->api->dltensor_from_py_object_no_sync(obj, dl) != 0) {
     return wrap_error(argpos, obj, "DLPack export");
   }
   if (dl_check(dl, Py_TYPE(obj)->tp_name, argpos) != 0) return -1;
   return e->is_torch ? torch_check_lazy_bits(obj, dl, argpos) : 0;
+}
+
+/* A Tensor object describing a producer's DLTensor, checked as dl_check
+ * does in the pass that copies its shape. */
+static OwnTensor* own_from_checked(const DLTensor* dl, PyObject* owner, Py_ssize_t argpos) {
+  const char* what = dl_header_fault(dl);
+  if (what != NULL) {
+    dl_error(dl, what, Py_TYPE(owner)->tp_name, argpos);
+    return NULL;
+  }
+  OwnTensor* t = own_new(dl->ndim, owner);
+  if (t == NULL) return NULL;
+  if ((what = dl_shape_fault(dl, t->storage)) != NULL) {
+    own_deleter(t, kTVMFFIObjectDeleterFlagBitMaskBoth);
+    dl_error(dl, what, Py_TYPE(owner)->tp_name, argpos);
+    return NULL;
+  }
+  t->dl.data = dl->data;
+  t->dl.device = dl->device;
+  t->dl.dtype = dl->dtype;
+  t->dl.byte_offset = dl->byte_offset;
+  copy_strides(dl, t->storage);
+  return t;
+}
+
+/* A framework tensor's non-owning DLTensor fill (see exchange_fills) as a
+ * Tensor object that keeps the framework tensor alive. */
+OwnTensor* exchange_fill_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos) {
+  DLTensor dl;
+  if (e->api->dltensor_from_py_object_no_sync(obj, &dl) != 0) {
+    wrap_error(argpos, obj, "DLPack export");
+    return NULL;
+  }
+  OwnTensor* t = own_from_checked(&dl, obj, argpos);
+  if (t == NULL) return NULL;
+  if (e->is_torch && torch_check_lazy_bits(obj, &t->dl, argpos) != 0) {
+    own_deleter(t, kTVMFFIObjectDeleterFlagBitMaskBoth);
+    return NULL;
+  }
+  t->exchange_fill = 1;
+  return t;
 }
 
 /* A producer's managed export, now owned by the caller. */
@@ -162,13 +215,7 @@ int exchange_managed(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos,
  * three times even). Other producers only promise the fill until control
  * returns, so they go through their managed export. */
 OwnTensor* exchange_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos) {
-  if (exchange_fills(e)) {
-    DLTensor dl;
-    if (exchange_fill(obj, e, argpos, &dl) != 0) return NULL;
-    OwnTensor* t = own_from_dl(&dl, obj, 0);
-    if (t != NULL) t->exchange_fill = 1;
-    return t;
-  }
+  if (exchange_fills(e)) return exchange_fill_tensor(obj, e, argpos);
   DLManagedTensorVersioned* mv;
   if (exchange_managed(obj, e, argpos, &mv) != 0) return NULL;
   return own_from_managed(mv, NULL, argpos);

@@ -46,6 +46,7 @@ int tvmffi_framework_leave(DLPackManagedTensorAllocator prev) {
  * falls back. */
 static PyObject* framework_tensor(TVMFFIObjectHandle h, const DLPackExchangeAPI* api) {
   DLManagedTensorVersioned* mv;
+  if (api->managed_tensor_to_py_object_no_sync == NULL) return NULL; /* an API without the way back */
   if (TVMFFITensorToDLPackVersioned(h, &mv) != 0) {
     tvmffi_discard_ffi_error();
     return NULL;

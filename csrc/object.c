@@ -30,7 +30,9 @@ int temps_push(TempList* t, TVMFFIObjectHandle h) {
 }
 
 void temps_release(TempList* t) {
-  for (int i = 0; i < t->size; ++i) TVMFFIObjectDecRef(t->items[i]);
+  for (int i = 0; i < t->size; ++i) {
+    if (!tvmffi_own_release_unshared(t->items[i])) TVMFFIObjectDecRef(t->items[i]);
+  }
   if (t->items != t->inline_items) PyMem_Free(t->items);
   temps_init(t);
 }

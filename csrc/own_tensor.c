@@ -9,10 +9,9 @@
 
 #include <string.h>
 
-/* Copy shape and strides (compact when NULL) into storage[0, 2*ndim). */
-void copy_shape_strides(const DLTensor* src, int64_t* storage) {
+/* Copy strides (compact when NULL) into storage[ndim, 2*ndim). */
+void copy_strides(const DLTensor* src, int64_t* storage) {
   int n = src->ndim;
-  memcpy(storage, src->shape, sizeof(int64_t) * (size_t)n);
   if (src->strides != NULL) {
     memcpy(storage + n, src->strides, sizeof(int64_t) * (size_t)n);
   } else {
@@ -22,6 +21,12 @@ void copy_shape_strides(const DLTensor* src, int64_t* storage) {
       s *= src->shape[i];
     }
   }
+}
+
+/* Copy shape and strides (compact when NULL) into storage[0, 2*ndim). */
+void copy_shape_strides(const DLTensor* src, int64_t* storage) {
+  memcpy(storage, src->shape, sizeof(int64_t) * (size_t)src->ndim);
+  copy_strides(src, storage);
 }
 
 /* Whether this thread holds the GIL, i.e. has a current thread state (one
@@ -89,6 +94,25 @@ void own_deleter(void* self, int flags) {
   if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) Py_CLEAR(t->owner);
   if (weak) py_block_free(t);
   if (!held) PyGILState_Release(gil);
+}
+
+/* A call's temporary Tensor object that nobody else holds (one strong and
+ * the implied weak reference: the callee kept none) is freed here directly,
+ * as the deleter would be for both references, without the runtime's two
+ * atomic decrements and deleter calls. The count cannot grow under us: any
+ * other holder would need a reference to start from. With the GIL held.
+ * 1 when freed, 0 when the caller must drop its reference as usual. */
+int tvmffi_own_release_unshared(TVMFFIObjectHandle h) {
+  OwnTensor* t = (OwnTensor*)h;
+  if (t->header.deleter != own_deleter || t->py_alloc == ALLOC_RAW ||
+      __atomic_load_n(&t->header.combined_ref_count, __ATOMIC_ACQUIRE) !=
+          (((uint64_t)1 << 32) | 1)) {
+    return 0;
+  }
+  release_managed(t->mv, t->ml);
+  Py_CLEAR(t->owner);
+  py_block_free(t);
+  return 1;
 }
 
 /* A Tensor object of `ndim` dimensions, shape/strides pointing at its own

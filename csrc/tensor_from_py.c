@@ -213,9 +213,8 @@ static int adopt_producer_stream(PyObject* obj, const TypeEntry* e, TVMFFIObject
 
 /* Owned Tensor handle for any tensor-like Python object. With `temps`, a
  * framework's current stream for the tensor's device is adopted for the call. */
-int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int contiguous,
-                          TempList* temps, TVMFFIObjectHandle* out) {
-  const TypeEntry* e = type_entry(Py_TYPE(obj));
+static int handle_from_entry(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, int align,
+                             int contiguous, TempList* temps, TVMFFIObjectHandle* out) {
   switch (e->kind) {
     case TK_NDARRAY:
       return own_finish(numpy_tensor(obj, argpos), align, contiguous, out);
@@ -255,6 +254,11 @@ int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int conti
       return 0;
     }
   }
+}
+
+int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int contiguous,
+                          TempList* temps, TVMFFIObjectHandle* out) {
+  return handle_from_entry(obj, type_entry(Py_TYPE(obj)), argpos, align, contiguous, temps, out);
 }
 
 int tvmffi_tensor_is_fill_of(TVMFFIObjectHandle h, PyObject* arg) {
@@ -324,7 +328,19 @@ int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
     set_tensor_any(out, h);
     return 0;
   }
-  if (tensor_handle_from_py(obj, argpos, 0, 0, temps, &h) != 0) return -1;
+  const TypeEntry* e = type_entry(Py_TYPE(obj));
+  if (e->kind == TK_EXCHANGE && exchange_fills(e)) {
+    /* A torch tensor, the hot route: handle_from_entry's case without the
+     * layers (no alignment or contiguity asked of an argument). */
+    OwnTensor* t = exchange_fill_tensor(obj, e, argpos);
+    if (t == NULL) return -1;
+    temps->dlpack_api = e->api; /* the framework gets its tensors back (framework.c) */
+    if (t->dl.device.device_type != kDLCPU && adopt_producer_stream(obj, e, t, argpos, temps) != 0) {
+      return -1;
+    }
+    return push_tensor(t, out, temps);
+  }
+  if (handle_from_entry(obj, e, argpos, 0, 0, temps, &h) != 0) return -1;
   return push_tensor(h, out, temps);
 }
 

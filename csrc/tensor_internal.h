@@ -69,6 +69,7 @@ OwnTensor* own_from_managed(DLManagedTensorVersioned* mv, DLManagedTensor* ml,
 uint64_t tensor_flags(TVMFFIObjectHandle h);
 /* Copy shape and strides (compact when NULL) into storage[0, 2*ndim). */
 void copy_shape_strides(const DLTensor* src, int64_t* storage);
+void copy_strides(const DLTensor* src, int64_t* storage);
 
 /* ---- ndarray.c: NumPy ------------------------------------------------------ */
 /* Everything needed from an ndarray. */
@@ -152,6 +153,8 @@ static inline int exchange_fills(const TypeEntry* e) {
 /* The two exchange exports and the protocol's consumed capsule, shared by
  * Tensor (below) and TensorView (tensor.c); errors name the argument. */
 int exchange_fill(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, DLTensor* dl);
+/* The fill as a Tensor object holding a reference to obj (checked as above). */
+OwnTensor* exchange_fill_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos);
 int exchange_managed(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos,
                      DLManagedTensorVersioned** mv);
 int protocol_take(PyObject* obj, Py_ssize_t argpos, DLManagedTensorVersioned** mv,

@@ -253,3 +253,82 @@ def test_arbitrary_descriptions_import_or_raise(
         else:
             assert isinstance(res, ValueError), res
             assert "invalid DLPack tensor" in str(res)
+
+
+# ---- a torch subclass whose exchange API's DLTensor fill lies ------------------
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+_FILL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(DLTensor))
+_MANAGED = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class _ExchangeAPI(ctypes.Structure):
+    _fields_ = [
+        ("version", _Version),
+        ("prev_api", ctypes.c_void_p),
+        ("managed_tensor_allocator", ctypes.c_void_p),
+        ("managed_tensor_from_py_object_no_sync", _MANAGED),
+        ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p),
+        ("dltensor_from_py_object_no_sync", _FILL),
+        ("current_work_stream", ctypes.c_void_p),
+    ]
+
+
+def _lying_torch_class(ndim: int, shape: list[int] | None, dtype: tuple[int, int, int]) -> Any:
+    """A torch.Tensor subclass whose exchange API fills the given description."""
+    torch = pytest.importorskip("torch")
+    shape_arr = None if shape is None else (ctypes.c_int64 * max(len(shape), 1))(*shape)
+
+    def fill(_obj: int, out: Any) -> int:
+        out[0] = DLTensor(
+            data=_DATA.ctypes.data,
+            device=DLDevice(1, 0),
+            ndim=ndim,
+            dtype=DLDataType(*dtype),
+            shape=ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64)) if shape_arr else None,
+            strides=None,
+            byte_offset=0,
+        )
+        return 0
+
+    def managed(_obj: int, _out: int) -> int:
+        return -1  # never reached: torch tensors go through the fill
+
+    api = _ExchangeAPI(
+        version=_Version(1, 0),
+        managed_tensor_from_py_object_no_sync=_MANAGED(managed),
+        dltensor_from_py_object_no_sync=_FILL(fill),
+    )
+    _KEEP.append((api, shape_arr, fill, managed))
+    capsule = _capsule_new(ctypes.addressof(api), b"dlpack_exchange_api", None)
+    return type("LyingTensor", (torch.Tensor,), {"__dlpack_c_exchange_api__": capsule})
+
+
+@pytest.mark.parametrize(
+    ("ndim", "shape", "dtype", "what"),
+    [
+        (-1, [4], (2, 32, 1), "ndim out of range"),
+        (10**9, [4], (2, 32, 1), "ndim out of range"),
+        (2, None, (2, 32, 1), "no shape"),
+        (2, [4, -3], (2, 32, 1), "negative shape"),
+        (3, [2**40, 2**40, 2**40], (2, 32, 1), "shape too large"),
+        (1, [4], (99, 32, 1), "unknown dtype"),
+    ],
+)
+def test_lying_torch_exchange_fill_raises(
+    ndim: int, shape: list[int] | None, dtype: tuple[int, int, int], what: str
+) -> None:
+    import torch
+
+    cls = _lying_torch_class(ndim, shape, dtype)
+    t = torch.zeros(4).as_subclass(cls)
+    nop = tvmffi.get_global_func("testing.nop")
+    for _ in range(2):  # the Tensor objects of a failed call are released, none leaks
+        with pytest.raises(ValueError, match=what):
+            nop(torch.zeros(4), t)
+    good = _lying_torch_class(2, [2, 3], (2, 32, 1))
+    # the same route with a sound description: the callee sees the described shape
+    arr = tvmffi.Array([torch.zeros(4).as_subclass(good)])
+    assert tuple(arr[0].shape) == (2, 3)
