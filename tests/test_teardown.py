@@ -24,7 +24,7 @@ DEPTH = 200_000
 # Each case: code that defines `build()` (returns the head of a fresh deep chain, the
 # only reference to it) and `drop(head)` (drops that reference the case's way).
 _PRELUDE = """
-import json, os
+import json, os, threading
 from typing import Any, Optional
 import tvmffi as M
 import tvmffi.dataclasses
@@ -86,6 +86,12 @@ CASES = {
             ("any_field_set", "AnyNode(list_chain())", "h.nxt = None"),
             # a call's result holding the last reference
             ("call_result", "M.List([list_chain()])", "r = echo(h[0]); h.clear(); del r"),
+            # the last reference dropped on another thread (its own, smaller stack)
+            (
+                "other_thread",
+                "[list_chain()]",
+                "t = threading.Thread(target=h.clear); t.start(); t.join()",
+            ),
         ]
     },
 }
