@@ -112,12 +112,10 @@ static void load_torch_exchange_api(void) {
 }
 
 /* ---- the route of each Python type ---------------------------------------------- */
-#define TYPE_CACHE_SIZE 32
-static TypeEntry g_type_cache[TYPE_CACHE_SIZE];
+TypeEntry g_type_cache[TYPE_CACHE_SIZE];
 
-const TypeEntry* type_entry(PyTypeObject* tp) {
+const TypeEntry* type_entry_decide(PyTypeObject* tp) {
   TypeEntry* e = &g_type_cache[((uintptr_t)tp >> 4) % TYPE_CACHE_SIZE];
-  if (e->type == tp && e->tag == tp->tp_version_tag && e->tag != 0) return e;
   TypeEntry fresh = {tp, 0, TK_PROTOCOL, NULL, is_torch_type(tp)};
   if (is_ndarray_type(tp) && same_dlpack_as_ndarray(tp)) {
     fresh.kind = TK_NDARRAY;

@@ -111,7 +111,16 @@ typedef struct {
   int is_torch; /* a torch.Tensor (sub)class */
 } TypeEntry;
 
-const TypeEntry* type_entry(PyTypeObject* tp);
+/* The route of each Python type, decided once per type and version tag and
+ * kept in a small direct-mapped cache (the hit is inline: it runs per tensor). */
+#define TYPE_CACHE_SIZE 32
+extern TypeEntry g_type_cache[TYPE_CACHE_SIZE];
+const TypeEntry* type_entry_decide(PyTypeObject* tp);
+static inline const TypeEntry* type_entry(PyTypeObject* tp) {
+  const TypeEntry* e = &g_type_cache[((uintptr_t)tp >> 4) % TYPE_CACHE_SIZE];
+  if (e->type == tp && e->tag == tp->tp_version_tag && e->tag != 0) return e;
+  return type_entry_decide(tp);
+}
 /* torch.Tensor once torch is imported and a tensor route asked, else NULL. */
 extern PyTypeObject* g_torch_tensor_type;
 void refresh_known_types(void);
