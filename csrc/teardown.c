@@ -191,32 +191,59 @@ void tvmffi_release_deep(TVMFFIObjectHandle h) {
 }
 
 /* ---- holding what a runtime mutation is about to drop ------------------------- */
-/* Append a wrapper of the slot's object to *held when the slot is the object's
- * only reference and the object is openable: the mutation then leaves the
- * last reference with us. */
-static int hold_slot(const TVMFFIAny* slot, PyObject** held) {
+/* Take a reference to the slot's object when the slot is its only reference
+ * and it is openable: the mutation then leaves the last reference with us. */
+static int hold_slot(const TVMFFIAny* slot, Work* held) {
   if (slot->type_index < kTVMFFIStaticObjectBegin) return 0;
   TVMFFIObject* c = slot->v_obj;
   if (!sole_owner(c) || !openable(c)) return 0;
-  if (*held == NULL && (*held = PyList_New(0)) == NULL) return -1;
+  if (work_push(held, c) != 0) return -1;
   TVMFFIObjectIncRef(c);
-  PyObject* w = tvmffi_object_wrap_typed(c, slot->type_index);
-  if (w == NULL) return -1;
-  int rc = PyList_Append(*held, w);
-  Py_DECREF(w);
-  return rc;
+  return 0;
 }
 
 static int hold_entry(void* held, const TVMFFIAny* key, const TVMFFIAny* value) {
   return hold_slot(key, held) != 0 || hold_slot(value, held) != 0 ? -1 : 0;
 }
 
-/* _hold_items(container, start=0, stop=<size>) -> list or None: wrappers of
- * the openable values only the container references (elements start..stop of
- * a List or Array; every key and value of a Map or Dict), for a mutation that
- * is about to drop them (clear, erase, overwrite) to leave their last
- * reference with us; None when there are none (or the layout is unchecked).
- * Needs the GIL, as every container mutation here has it. */
+/* The held references live in a heap copy of the work list, owned by a
+ * capsule: dropping it releases each through tvmffi_object_release. */
+typedef struct {
+  size_t size;
+  TVMFFIObject* items[];
+} Held;
+
+static void held_free(PyObject* capsule) {
+  Held* h = PyCapsule_GetPointer(capsule, "tvmffi.Held");
+  if (h == NULL) return;
+  for (size_t i = 0; i < h->size; ++i) tvmffi_object_release(h->items[i]);
+  free(h);
+}
+
+static void held_drop(Work* w) {
+  for (size_t i = 0; i < w->size; ++i) TVMFFIObjectDecRef(w->items[i]); /* still shared */
+}
+
+static PyObject* held_capsule(Work* w) {
+  Held* h = w->size ? malloc(sizeof(Held) + w->size * sizeof(TVMFFIObject*)) : NULL;
+  PyObject* capsule = h != NULL ? PyCapsule_New(h, "tvmffi.Held", held_free) : NULL;
+  if (capsule == NULL) {
+    free(h);
+    held_drop(w);
+    return w->size ? PyErr_NoMemory() : Py_NewRef(Py_None);
+  }
+  h->size = w->size;
+  memcpy(h->items, w->items, w->size * sizeof(TVMFFIObject*));
+  return capsule;
+}
+
+/* _hold_items(container, start=0, stop=<size>) -> holder or None: references
+ * to the openable values only the container references (elements
+ * start..stop of a List or Array; every key and value of a Map or Dict), for
+ * a mutation that is about to drop them (clear, erase, overwrite) to leave
+ * their last reference with us: dropping the holder frees them. None when
+ * there are none (or the layout is unchecked). Needs the GIL, as every
+ * container mutation here has it. */
 static PyObject* py_hold_items(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
   (void)m;
   Py_ssize_t start = 0, stop = PY_SSIZE_T_MAX;
@@ -227,7 +254,10 @@ static PyObject* py_hold_items(PyObject* m, PyObject* const* args, Py_ssize_t na
   if (nargs > 1 && (start = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred()) return NULL;
   if (nargs > 2 && (stop = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred()) return NULL;
   TVMFFIObject* o = ((TVMFFIPyObject*)args[0])->handle;
-  PyObject* held = NULL;
+  Work held;
+  held.size = 0;
+  held.capacity = WORK_INLINE;
+  held.items = held.inline_items;
   int rc = 0;
   if (o == NULL) {
     /* nothing held */
@@ -237,15 +267,16 @@ static PyObject* py_hold_items(PyObject* m, PyObject* const* args, Py_ssize_t na
     if (start < 0) start = 0;
     if (stop > cell->size) stop = (Py_ssize_t)cell->size;
     for (Py_ssize_t i = start; rc == 0 && i < stop; ++i) rc = hold_slot(&items[i], &held);
-  } else if ((o->type_index == kTVMFFIMap || o->type_index == kTVMFFIDict) && openable(o)) {
+  } else if ((o->type_index == kTVMFFIMap || o->type_index == kTVMFFIDict) && g_map_ok) {
     rc = tvmffi_map_layout_each(o, hold_entry, &held) < 0 ? -1 : 0;
   }
+  PyObject* result = rc == 0 ? held_capsule(&held) : NULL;
   if (rc != 0) {
-    Py_XDECREF(held);
-    return NULL;
+    held_drop(&held);
+    PyErr_NoMemory();
   }
-  if (held == NULL) Py_RETURN_NONE;
-  return held;
+  if (held.items != held.inline_items) free(held.items);
+  return result;
 }
 
 /* _dict_hold_value(dict, key) -> object or None: the Dict's current value for
@@ -353,7 +384,7 @@ static PyObject* py_teardown_layouts(PyObject* m, PyObject* unused) {
 static PyMethodDef teardown_methods[] = {
     {"_py_class_learn_deleter", py_learn_deleter, METH_O, "(type_index) -> None"},
     {"_hold_items", (PyCFunction)(void (*)(void))py_hold_items, METH_FASTCALL,
-     "(container, start=0, stop=size) -> list of privately held openable values, or None"},
+     "(container, start=0, stop=size) -> holder of the privately held openable values, or None"},
     {"_dict_hold_value", (PyCFunction)(void (*)(void))py_dict_hold_value, METH_FASTCALL,
      "(dict, key) -> the key's openable value, or None"},
     {"_teardown_layouts", py_teardown_layouts, METH_NOARGS,
