@@ -481,7 +481,10 @@ def _flush_pending() -> None:
 
 
 def _unregister(cls: type, info: TypeInfo) -> None:
-    """Undo a decoration: the type key can be decorated again."""
+    """Undo a decoration: the class is no longer pending and its type key can be decorated
+    again."""
+    if cls in _PENDING:
+        _PENDING.remove(cls)
     _registration.unregister_py_class(cls, info)
     module_classes = _PY_CLASSES_BY_MODULE.get(cls.__module__, {})
     if module_classes.get(cls.__name__) is cls:
@@ -509,8 +512,6 @@ def _defer(cls: type, info: TypeInfo) -> None:
                             f"references: {_waits_for(cls)}"
                         )
                 except BaseException:
-                    if cls in _PENDING:
-                        _PENDING.remove(cls)
                     _unregister(cls, info)
                     raise
                 _flush_pending()
@@ -596,8 +597,6 @@ def py_class(
                 else:
                     _finish(cls, info)
             except BaseException:
-                if cls in _PENDING:
-                    _PENDING.remove(cls)
                 _unregister(cls, info)
                 raise
             # A new type (even one still pending) can be what another pending class named.
