@@ -236,6 +236,13 @@ int tvmffi_graph_check(PyObject* value, int64_t limit, int skip_seq_ignored);
 /* The same for an FFI object (tvmffi_is_object). */
 int tvmffi_graph_check_object(PyObject* obj, int64_t limit, int skip_seq_ignored);
 
+/* Bumped (with the GIL held) by every Python-side change that can add an edge
+ * to a value graph: a reflected field write, a List/Dict insertion through the
+ * runtime's builtins. A traversal whose callbacks run Python code checks its
+ * root again when this moved (structural.py). */
+extern uint64_t tvmffi_graph_epoch;
+static inline void tvmffi_graph_mutated(void) { ++tvmffi_graph_epoch; }
+
 /* ---- graph_entry.c: native entry points that check and call in one step ------ */
 int tvmffi_graph_entry_init(PyObject* module);
 /* _init_handle(self, func, *args): self takes the object func(*args) returns. */
@@ -250,6 +257,9 @@ typedef struct {
   /* A runtime builtin that makes functors over shared state (an iterator, the
    * registry's name list): the Functions it returns keep the GIL too. */
   int functor_keeps_gil;
+  /* A runtime builtin that adds to a List or Dict (ffi.ListAppend, ...): calls
+   * bump tvmffi_graph_epoch. */
+  int mutates_graph;
   PyObject* dict; /* instance attributes (official Function has __dict__); NULL until used */
 } TVMFFIPyFunction;
 

@@ -149,6 +149,7 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
     return NULL;
   }
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (self->mutates_graph) tvmffi_graph_mutated();
   PyObject* res = nargs == 0
                       ? call_no_args(self->base.handle, self->safe_call, self->release_gil)
                       : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
@@ -175,6 +176,7 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
   f->safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(handle))->safe_call;
   f->release_gil = g_release_gil_default;
   f->functor_keeps_gil = 0;
+  f->mutates_graph = 0;
   f->dict = NULL;
   return (PyObject*)f;
 }
@@ -348,6 +350,17 @@ static int makes_functor(const char* name) {
   return n >= 7 && strcmp(name + n - 7, "Functor") == 0;
 }
 
+/* The builtins that add an element to a shared List or Dict (removing or
+ * reordering cannot make a cycle or a deeper value). */
+static int adds_to_container(const char* name) {
+  static const char* const kAdding[] = {"ffi.ListSetItem", "ffi.ListAppend", "ffi.ListInsert",
+                                        "ffi.ListReplaceSlice", "ffi.DictSetItem"};
+  for (size_t i = 0; i < sizeof kAdding / sizeof kAdding[0]; ++i) {
+    if (strcmp(name, kAdding[i]) == 0) return 1;
+  }
+  return 0;
+}
+
 static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
   (void)self;
   const char* name;
@@ -360,6 +373,7 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
     if (f != NULL && is_runtime_builtin(name)) {
       ((TVMFFIPyFunction*)f)->release_gil = 0;
       ((TVMFFIPyFunction*)f)->functor_keeps_gil = makes_functor(name);
+      ((TVMFFIPyFunction*)f)->mutates_graph = adds_to_container(name);
     }
     return f;
   }

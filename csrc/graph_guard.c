@@ -539,6 +539,14 @@ int64_t tvmffi_graph_limit(long long bytes_per_level) {
   return left > 0 ? left / bytes_per_level : 0;
 }
 
+uint64_t tvmffi_graph_epoch;
+
+static PyObject* py_graph_epoch(PyObject* m, PyObject* unused) {
+  (void)m;
+  (void)unused;
+  return PyLong_FromUnsignedLongLong(tvmffi_graph_epoch);
+}
+
 static PyObject* py_depth_limit(PyObject* m, PyObject* arg) {
   (void)m;
   long long per_level = PyLong_AsLongLong(arg);
@@ -694,6 +702,9 @@ static PyMethodDef guard_methods[] = {
     {"_graph_call", (PyCFunction)(void (*)(void))py_graph_call, METH_FASTCALL,
      "_graph_call(fn, bytes_per_level, skip_seq_ignored, checked, *args): fn(*args), the "
      "arguments in bit mask `checked` checked as by _graph_check in the same step."},
+    {"_graph_epoch", py_graph_epoch, METH_NOARGS,
+     "_graph_epoch(): a counter that moves whenever Python code may have added an edge to a "
+     "value graph (a field write, a List/Dict insertion)."},
     {"_depth_limit", py_depth_limit, METH_O,
      "_depth_limit(bytes_per_level): levels of nesting this thread's stack has room for."},
     {NULL, NULL, 0, NULL},

@@ -148,6 +148,7 @@ static int field_write(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h, PyObject*
   }
   temps_release(&temps);
   tvmffi_any_release(&old);
+  tvmffi_graph_mutated();
   if (rc != 0) {
     tvmffi_raise_ffi_error();
     return -1;

@@ -458,7 +458,11 @@ def test_pre_order_walk_callback_making_a_cycle_raises_value_error() -> None:
     seen: list[int] = []  # post-order: the children were walked before the callback
     tvmffi.structural_walk(List([1, List([2])]), (int, seen.append), order="pre")
     assert seen == [1, 2]
-    skipped: list[Any] = []  # a skipped value is not descended, so not checked
+    # A cycle a callback leaves anywhere under the root stops the walk, even one the walk
+    # would skip: the root is checked again after a change, as a root that contains a
+    # cycle callbacks would prune is refused at the start (which nodes are still ahead
+    # cannot be told from here).
+    skipped: list[Any] = []
 
     def skip_after_cycle(v: Any) -> Any:
         skipped.append(v)
@@ -467,7 +471,8 @@ def test_pre_order_walk_callback_making_a_cycle_raises_value_error() -> None:
             return WalkResult.SKIP
         return None
 
-    assert tvmffi.structural_walk(List([List([1])]), (List, skip_after_cycle), order="pre") is None
+    with pytest.raises(ValueError, match="Cycle detected"):
+        tvmffi.structural_walk(List([List([1])]), (List, skip_after_cycle), order="pre")
     assert len(skipped) == 2
 
 
@@ -642,3 +647,57 @@ def test_equal_and_hash_signatures_and_argument_binding() -> None:
         tvmffi.structural_hash(a, False, False, 1)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         tvmffi.structural_hash(object())
+
+
+def _cycle_ahead_cases() -> list[tuple[str, Callable[[Any, Callable[..., Any]], Any]]]:
+    return [
+        ("walk post", lambda r, cb: tvmffi.structural_walk(r, (int, cb))),
+        ("walk pre", lambda r, cb: tvmffi.structural_walk(r, (int, cb), order="pre")),
+        ("visit", lambda r, cb: tvmffi.structural_visit(
+            r, [(int, lambda v, vis: cb(v)), (List, lambda v, vis: vis.default_visit(v))]
+        )),
+        ("map", lambda r, cb: tvmffi.structural_map(r, (int, lambda v: (cb(v), v)[1]))),
+        ("mutate", lambda r, cb: tvmffi.structural_mutate(r, (int, lambda v, m: (cb(v), v)[1]))),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "run"), _cycle_ahead_cases(), ids=[n for n, _ in _cycle_ahead_cases()]
+)
+@pytest.mark.parametrize("how", ["append", "setitem", "field"])
+def test_callback_closing_a_cycle_ahead_of_the_traversal_raises(
+    name: str, run: Callable[[Any, Callable[..., Any]], Any], how: str
+) -> None:
+    # A callback on the first element makes a node the traversal has not reached yet
+    # contain the root: the runtime would then recurse without end (a C stack overflow).
+    later = List([7])
+    holder = tvmffi.testing.create_object(
+        "testing.TestObjectDerived", v_i64=1, v_f64=0.0, v_str="", v_map=Map({}),
+        v_array=Array([]),
+    )
+    root = List([1, later, holder])
+
+    def close(v: Any) -> None:
+        if v == 1:
+            if how == "append":
+                later.append(root)
+            elif how == "setitem":
+                later[0] = root
+            else:
+                holder.v_array = Array([root])
+
+    with pytest.raises(ValueError, match="Cycle detected"):
+        run(root, close)
+
+
+def test_callbacks_that_change_nothing_are_not_rechecked() -> None:
+    # The root is checked again only when a change happened; reading values in
+    # callbacks leaves the counter alone.
+    before = tvmffi._core._graph_epoch()
+    seen: list[int] = []
+    lst = List([1, 2, List([3])])
+    tvmffi.structural_walk(lst, (int, lambda v: seen.append(v + len(lst))))
+    assert seen == [4, 5, 6]
+    assert tvmffi._core._graph_epoch() == before
+    lst.append(4)
+    assert tvmffi._core._graph_epoch() == before + 1

@@ -20,7 +20,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import _core
-from ._core import Function, Object, Tensor
+from ._core import Function, Object, ObjectRValueRef, Tensor
 from .object import register_object
 from .registry import get_global_func
 
@@ -79,6 +79,7 @@ _BASE_CLASS_KEYS: dict[Any, str] = {
 # call another thread could make a checked List contain itself.
 _check = _core._graph_check
 _call = _core._graph_call
+_graph_epoch = _core._graph_epoch
 _HASH_LEVEL_BYTES = 1024  # structural hash, StructuralKey: ~230 bytes measured
 _EQ_LEVEL_BYTES = 2048  # structural equal and mismatch: ~850
 _TRAVERSE_LEVEL_BYTES = 3584  # walk, visit, map, mutate: ~1450
@@ -444,6 +445,43 @@ def _descent_checked(fn: Callable[..., Any]) -> Callable[..., Any]:
     return checked
 
 
+class _RootGuard:
+    """Checks a traversal's root again after any callback during which Python code may have
+    added an edge to a value graph (``_core._graph_epoch`` moved: a field write, a List/Dict
+    insertion, by the callback or by another thread while it ran). Such a change could make
+    a node the traversal has not reached yet contain the root, or nest it deeper than this
+    thread's stack allows, and the runtime would then recurse without end. A root handed
+    over with ``_move()`` cannot be looked at again and is not re-checked."""
+
+    __slots__ = ("epoch", "root")
+
+    def __init__(self, root: Any) -> None:
+        self.root = None if isinstance(root, ObjectRValueRef) else root
+        self.epoch = _graph_epoch()
+
+    def after_callback(self) -> None:
+        epoch = _graph_epoch()
+        if epoch != self.epoch:
+            self.epoch = epoch
+            if self.root is not None:
+                _check(self.root, _TRAVERSE_LEVEL_BYTES, True)
+
+    def wrap(
+        self, entries: list[tuple[int, Callable[..., Any]]]
+    ) -> list[tuple[int, Callable[..., Any]]]:
+        """The entries with each callback followed by the check."""
+
+        def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+            def call(*args: Any) -> Any:
+                result = fn(*args)
+                self.after_callback()
+                return result
+
+            return call
+
+        return [(index, guarded(fn)) for index, fn in entries]
+
+
 def _typed_with_region_kind(callbacks: Any, api_name: str) -> list[tuple[int, Callable[..., Any]]]:
     return [(index, _with_region_kind(fn)) for index, fn in _typed(callbacks, api_name)]
 
@@ -492,6 +530,8 @@ def structural_walk(
     if order_index == WalkOrder.PREORDER:
         plain = [(index, _descent_checked(fn)) for index, fn in plain]
         regioned = [(index, _descent_checked(fn)) for index, fn in regioned]
+    guard = _RootGuard(root)
+    plain, regioned = guard.wrap(plain), guard.wrap(regioned)
     return _call(  # type: ignore[no-any-return]
         _StructuralWalk, _TRAVERSE_LEVEL_BYTES, True, 0b1, root, plain, regioned, order_index
     )
@@ -505,7 +545,7 @@ def structural_visit(root: Any, callbacks: _Callbacks = ()) -> VisitInterrupt | 
     subtree is pruned. Entries as for :func:`structural_walk`; the first match wins.
     Returns ``None``, or the :class:`VisitInterrupt` that stopped the visit.
     """
-    entries = _typed(callbacks, "structural_visit")
+    entries = _RootGuard(root).wrap(_typed(callbacks, "structural_visit"))
     return _call(  # type: ignore[no-any-return]
         _StructuralVisit, _TRAVERSE_LEVEL_BYTES, True, 0b1, root, entries
     )
@@ -520,9 +560,11 @@ def structural_mutate(root: Any, callbacks: _Callbacks = ()) -> Any:
     owned path. Unmatched values get the default mutation. Pass ``root._move()`` to
     allow in-place changes along unique paths; otherwise ``root`` is preserved.
     """
+    typed = _typed(callbacks, "structural_mutate")
+    guarded = _RootGuard(root).wrap(typed)
     entries = [
-        (index, fn, _accepts_inplace_mode(fn))
-        for index, fn in _typed(callbacks, "structural_mutate")
+        (index, fn, _accepts_inplace_mode(original))
+        for (index, fn), (_, original) in zip(guarded, typed, strict=True)
     ]
     return _call(_StructuralMutate, _TRAVERSE_LEVEL_BYTES, True, 0b1, root, entries)
 
@@ -546,6 +588,8 @@ def structural_map(
         (i, _checked_result(fn))
         for i, fn in _typed_with_region_kind(with_def_region_kind, "structural_map")
     ]
+    guard = _RootGuard(root)
+    plain, regioned = guard.wrap(plain), guard.wrap(regioned)
     return _call(
         _StructuralMap, _TRAVERSE_LEVEL_BYTES, True, 0b1, root, plain, regioned, order_index
     )
