@@ -135,6 +135,19 @@ def make_cases(tmp: str) -> list[Case]:
     scale = mod["scale"]
     small = np.ones(4, np.float32)
 
+    nested = tvmffi.convert([1, "s", {"k": [2, 3]}])
+    nested2 = tvmffi.convert([1, "s", {"k": [2, 3]}])
+    growing = tvmffi.List([1, tvmffi.List([2])])
+
+    def add_and_remove(v: int) -> None:
+        inner = growing[1]
+        inner.append(v)
+        inner.pop()
+
+    def walk_with_change() -> None:
+        # each callback adds and removes an element: the root is checked again
+        tvmffi.structural_walk(growing, (int, add_and_remove))
+
     def module_lookup() -> None:
         mod.get_function("scale")
         mod["scale"]
@@ -165,12 +178,21 @@ def make_cases(tmp: str) -> list[Case]:
         Case("from_dlpack(numpy)", lambda: tvmffi.from_dlpack(nd), nd),
         Case("module lookup", module_lookup, mod, scale),
         Case("module call (numpy)", lambda: scale(small, 1.0), mod, scale, small),
+        Case(
+            "structural equal/hash",
+            lambda: (tvmffi.structural_equal(nested, nested2), tvmffi.structural_hash(nested)),
+            nested,
+            nested2,
+        ),
+        Case("structural walk with a change", walk_with_change, growing),
     ]
     if torch is not None:
         tt = torch.arange(16, dtype=torch.float32)
+        t2, t3 = torch.ones(4, 4), torch.zeros(2, 3, 4)
         cases += [
             Case("torch tensor -> Tensor", lambda: echo(tt), tt),
             Case("module call (torch)", lambda: scale(tt, 1.0), scale, tt),
+            Case("3 distinct torch tensors", lambda: nop(tt, t2, t3), tt, t2, t3),
         ]
     return cases
 
