@@ -320,8 +320,7 @@ def _lying_torch_class(ndim: int, shape: list[int] | None, dtype: tuple[int, int
 def test_lying_torch_exchange_fill_raises(
     ndim: int, shape: list[int] | None, dtype: tuple[int, int, int], what: str
 ) -> None:
-    import torch
-
+    torch = pytest.importorskip("torch")
     cls = _lying_torch_class(ndim, shape, dtype)
     t = torch.zeros(4).as_subclass(cls)
     nop = tvmffi.get_global_func("testing.nop")
