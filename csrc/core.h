@@ -93,7 +93,16 @@ static inline void temps_init(TempList* t) {
   t->dlpack_api = NULL;
 }
 int temps_push(TempList* t, TVMFFIObjectHandle h);
-void temps_release(TempList* t);
+void temps_release_items(TempList* t);
+/* Releases the temporaries and makes the list empty again. Most calls have
+ * none: that case is a test, inline. */
+static inline void temps_release(TempList* t) {
+  if (t->size != 0 || t->items != t->inline_items) {
+    temps_release_items(t);
+  } else {
+    t->dlpack_api = NULL;
+  }
+}
 /* Frees a call's own temporary Tensor object (own_tensor.c) when nobody else
  * holds it: 1, or 0 when the reference must be dropped as usual. GIL held. */
 int tvmffi_own_release_unshared(TVMFFIObjectHandle h);
@@ -254,14 +263,15 @@ typedef struct {
   vectorcallfunc vectorcall;
   TVMFFISafeCallType safe_call; /* cached from the function cell; NULL when empty */
   int release_gil;
-  /* A runtime builtin that makes functors over shared state (an iterator, the
-   * registry's name list): the Functions it returns keep the GIL too. */
-  int functor_keeps_gil;
-  /* A runtime builtin that adds to a List or Dict (ffi.ListAppend, ...): calls
-   * bump tvmffi_graph_epoch. */
-  int mutates_graph;
+  int builtin_flags; /* BUILTIN_*: what a runtime builtin's calls need beyond a call */
   PyObject* dict; /* instance attributes (official Function has __dict__); NULL until used */
 } TVMFFIPyFunction;
+/* A runtime builtin that makes functors over shared state (an iterator, the
+ * registry's name list): the Functions it returns keep the GIL too. */
+#define BUILTIN_FUNCTOR_KEEPS_GIL 1
+/* A runtime builtin that adds to a List or Dict (ffi.ListAppend, ...): calls
+ * bump tvmffi_graph_epoch. */
+#define BUILTIN_MUTATES_GRAPH 2
 
 extern PyTypeObject TVMFFIFunctionType;
 int tvmffi_function_init_types(PyObject* module);

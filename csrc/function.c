@@ -83,10 +83,12 @@ static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call
   TempList temps;
   temps_init(&temps);
   PyObject* res = NULL;
+  int moves = 0; /* obj._move() arguments: rare, handled after packing */
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     if (tvmffi_py_to_any(args[i], &packed[i], &temps, i) != 0) goto done;
+    moves |= packed[i].type_index == kTVMFFIObjectRValueRef;
   }
-  for (Py_ssize_t i = 0; i < nargs; ++i) {
+  for (Py_ssize_t i = 0; moves && i < nargs; ++i) {
     if (packed[i].type_index == kTVMFFIObjectRValueRef && keep_moved(packed, nargs, i, &temps)) {
       goto done;
     }
@@ -137,6 +139,20 @@ PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_
   return call_safe(func, safe_call, args, nargs, release_gil);
 }
 
+/* A call of a runtime builtin with BUILTIN_* flags (function_vectorcall). */
+static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* const* args,
+                                           Py_ssize_t nargs) {
+  int builtin = self->builtin_flags;
+  if (builtin & BUILTIN_MUTATES_GRAPH) tvmffi_graph_mutated();
+  PyObject* res = nargs == 0
+                      ? call_no_args(self->base.handle, self->safe_call, self->release_gil)
+                      : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  if ((builtin & BUILTIN_FUNCTOR_KEEPS_GIL) && res != NULL && Py_TYPE(res) == &TVMFFIFunctionType) {
+    ((TVMFFIPyFunction*)res)->release_gil = 0;
+  }
+  return res;
+}
+
 static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
                                      PyObject* kwnames) {
   TVMFFIPyFunction* self = (TVMFFIPyFunction*)callable;
@@ -149,14 +165,10 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
     return NULL;
   }
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (self->mutates_graph) tvmffi_graph_mutated();
-  PyObject* res = nargs == 0
-                      ? call_no_args(self->base.handle, self->safe_call, self->release_gil)
-                      : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
-  if (self->functor_keeps_gil && res != NULL && Py_TYPE(res) == &TVMFFIFunctionType) {
-    ((TVMFFIPyFunction*)res)->release_gil = 0;
-  }
-  return res;
+  if (self->builtin_flags != 0) return builtin_call(self, args, nargs);
+  /* Tail calls: this frame costs nothing on the common path. */
+  return nargs == 0 ? call_no_args(self->base.handle, self->safe_call, self->release_gil)
+                    : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
 }
 
 /* Function objects are garbage-collected types (their __dict__ may hold a
@@ -175,8 +187,7 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
   f->vectorcall = function_vectorcall;
   f->safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(handle))->safe_call;
   f->release_gil = g_release_gil_default;
-  f->functor_keeps_gil = 0;
-  f->mutates_graph = 0;
+  f->builtin_flags = 0;
   f->dict = NULL;
   return (PyObject*)f;
 }
@@ -372,8 +383,9 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
     PyObject* f = tvmffi_function_wrap_owned(h);
     if (f != NULL && is_runtime_builtin(name)) {
       ((TVMFFIPyFunction*)f)->release_gil = 0;
-      ((TVMFFIPyFunction*)f)->functor_keeps_gil = makes_functor(name);
-      ((TVMFFIPyFunction*)f)->mutates_graph = adds_to_container(name);
+      ((TVMFFIPyFunction*)f)->builtin_flags =
+          (makes_functor(name) ? BUILTIN_FUNCTOR_KEEPS_GIL : 0) |
+          (adds_to_container(name) ? BUILTIN_MUTATES_GRAPH : 0);
     }
     return f;
   }

@@ -29,7 +29,7 @@ int temps_push(TempList* t, TVMFFIObjectHandle h) {
   return 0;
 }
 
-void temps_release(TempList* t) {
+void temps_release_items(TempList* t) {
   for (int i = 0; i < t->size; ++i) {
     if (!tvmffi_own_release_unshared(t->items[i])) TVMFFIObjectDecRef(t->items[i]);
   }
