@@ -277,6 +277,11 @@ extern PyTypeObject TVMFFIFunctionType;
 int tvmffi_function_init_types(PyObject* module);
 PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle);
 /* Call an FFI function handle with Python arguments; returns a new reference. */
+/* A call whose arguments are packed (function.c's own tail: a moved argument
+ * also passed plainly kept alive, the framework allocator of temps->dlpack_api
+ * installed around the callee). 0 with *result owned, or -1 with the error set. */
+int tvmffi_call_packed(TVMFFIObjectHandle func, TVMFFIAny* packed, Py_ssize_t nargs,
+                       TempList* temps, int release_gil, TVMFFIAny* result);
 PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
                              int release_gil);
 /* Look up a global function; *out is NULL when missing. */
@@ -404,6 +409,11 @@ int tvmffi_framework_leave(DLPackManagedTensorAllocator prev);
 /* Owned Any -> Python for a call made with `api`: a Tensor becomes the
  * framework's tensor, a container remembers `api`. Consumes `value`. */
 PyObject* tvmffi_any_to_py_framework(TVMFFIAny* value, const DLPackExchangeAPI* api);
+/* A call's result as Python: a framework's tensors (api, from the arguments)
+ * come back as that framework's. Steals *result. */
+static inline PyObject* tvmffi_any_to_py_result(TVMFFIAny* result, const DLPackExchangeAPI* api) {
+  return api == NULL ? tvmffi_any_to_py_owned(result) : tvmffi_any_to_py_framework(result, api);
+}
 /* The API a call records for torch tensors that came through the Python
  * protocol (a torch without its own exchange API): results go back to torch
  * through torch.from_dlpack; no allocator. */

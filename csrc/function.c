@@ -72,6 +72,47 @@ static inline int invoke(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call,
   return rc;
 }
 
+/* The call once its arguments are packed (call_safe here, graph_entry.c): an
+ * object passed by move and plainly keeps a reference (keep_moved), a
+ * framework's allocator is the environment's while the callee runs, then the
+ * callee. 0 with *result owned, or -1 with the Python error set. */
+static inline int call_packed(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call,
+                              TVMFFIAny* packed, Py_ssize_t nargs, int moves, TempList* temps,
+                              int release_gil, TVMFFIAny* result) {
+  for (Py_ssize_t i = 0; moves && i < nargs; ++i) {
+    if (packed[i].type_index == kTVMFFIObjectRValueRef && keep_moved(packed, nargs, i, temps)) {
+      return -1;
+    }
+  }
+  result->type_index = kTVMFFINone;
+  result->zero_padding = 0;
+  result->v_int64 = 0;
+  /* Tensors of a framework in the arguments: its allocator for the call. */
+  const DLPackExchangeAPI* api = temps->dlpack_api;
+  DLPackManagedTensorAllocator prev_alloc = NULL;
+  int restore_alloc = 0;
+  if (api != NULL && tvmffi_framework_enter(api, &prev_alloc, &restore_alloc) != 0) return -1;
+  int rc = invoke(func, safe_call, packed, (int32_t)nargs, result, release_gil);
+  if (restore_alloc && tvmffi_framework_leave(prev_alloc) != 0) {
+    if (rc == 0) tvmffi_any_release(result);
+    else tvmffi_discard_ffi_error();
+    return -1;
+  }
+  if (rc != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  return 0;
+}
+
+int tvmffi_call_packed(TVMFFIObjectHandle func, TVMFFIAny* packed, Py_ssize_t nargs,
+                       TempList* temps, int release_gil, TVMFFIAny* result) {
+  int moves = 0;
+  for (Py_ssize_t i = 0; i < nargs; ++i) moves |= packed[i].type_index == kTVMFFIObjectRValueRef;
+  TVMFFISafeCallType safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(func))->safe_call;
+  return call_packed(func, safe_call, packed, nargs, moves, temps, release_gil, result);
+}
+
 static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call,
                            PyObject* const* args, Py_ssize_t nargs, int release_gil) {
   TVMFFIAny stack[STACK_ARGS];
@@ -88,31 +129,10 @@ static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call
     if (tvmffi_py_to_any(args[i], &packed[i], &temps, i) != 0) goto done;
     moves |= packed[i].type_index == kTVMFFIObjectRValueRef;
   }
-  for (Py_ssize_t i = 0; moves && i < nargs; ++i) {
-    if (packed[i].type_index == kTVMFFIObjectRValueRef && keep_moved(packed, nargs, i, &temps)) {
-      goto done;
-    }
-  }
   TVMFFIAny result;
-  result.type_index = kTVMFFINone;
-  result.zero_padding = 0;
-  result.v_int64 = 0;
-  /* Tensors of a framework in the arguments: its allocator for the call. */
-  const DLPackExchangeAPI* api = temps.dlpack_api;
-  DLPackManagedTensorAllocator prev_alloc = NULL;
-  int restore_alloc = 0;
-  if (api != NULL && tvmffi_framework_enter(api, &prev_alloc, &restore_alloc) != 0) goto done;
-  int rc = invoke(func, safe_call, packed, (int32_t)nargs, &result, release_gil);
-  if (restore_alloc && tvmffi_framework_leave(prev_alloc) != 0) {
-    if (rc == 0) tvmffi_any_release(&result);
-    else tvmffi_discard_ffi_error();
-    goto done;
-  }
-  if (rc != 0) {
-    res = tvmffi_raise_ffi_error();
-  } else if ((res = same_object_arg(args, packed, nargs, &result)) == NULL) {
-    res = api == NULL ? tvmffi_any_to_py_owned(&result)
-                      : tvmffi_any_to_py_framework(&result, api);
+  if (call_packed(func, safe_call, packed, nargs, moves, &temps, release_gil, &result) == 0 &&
+      (res = same_object_arg(args, packed, nargs, &result)) == NULL) {
+    res = tvmffi_any_to_py_result(&result, temps.dlpack_api);
   }
 done:
   temps_release(&temps);

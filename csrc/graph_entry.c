@@ -88,7 +88,7 @@ static int bind(GraphEntry* e, PyObject* const* args, size_t nargsf, PyObject* k
   return 0;
 }
 
-static PyObject* result_to_py(GraphEntry* e, TVMFFIAny* out) {
+static PyObject* result_to_py(GraphEntry* e, TVMFFIAny* out, const DLPackExchangeAPI* api) {
   switch (e->result) {
     case RESULT_BOOL:
       if (out->type_index == kTVMFFIBool || out->type_index == kTVMFFIInt) {
@@ -99,7 +99,7 @@ static PyObject* result_to_py(GraphEntry* e, TVMFFIAny* out) {
       if (out->type_index == kTVMFFIInt) return PyLong_FromUnsignedLongLong((uint64_t)out->v_int64);
       break;
     default:
-      return tvmffi_any_to_py_owned(out);
+      return tvmffi_any_to_py_result(out, api);
   }
   tvmffi_any_release(out);
   PyErr_Format(PyExc_TypeError, "%U: the runtime returned an unexpected type index %d", e->name,
@@ -174,12 +174,10 @@ static PyObject* entry_vectorcall(PyObject* self, PyObject* const* args, size_t 
       check_graphs(e, held, direct) != 0 || pack(e, held, direct, packed, &temps, 1) != 0) {
     goto done;
   }
-  TVMFFIAny out = {.type_index = kTVMFFINone};
-  if (TVMFFIFunctionCall(fn, packed, (int32_t)e->nparams, &out) != 0) {
-    tvmffi_raise_ffi_error();
-    goto done;
-  }
-  res = result_to_py(e, &out);
+  TVMFFIAny out;
+  /* With the GIL held: no other thread may change a checked value meanwhile. */
+  if (tvmffi_call_packed(fn, packed, e->nparams, &temps, 0, &out) != 0) goto done;
+  res = result_to_py(e, &out, temps.dlpack_api);
 done:
   temps_release(&temps);
   for (Py_ssize_t i = 0; i < made; ++i) Py_DECREF(held[i]);
