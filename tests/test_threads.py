@@ -4,6 +4,7 @@ dict (every operation is atomic; readers see only values that were stored)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 
@@ -14,10 +15,12 @@ THREADS = 4
 ROUNDS = 3000
 
 
-def run_threads(writer: Callable[[], None], reader: Callable[[], None]) -> None:
-    """One writer and THREADS - 1 readers, started together; re-raises the first failure."""
+def start_together(bodies: list[Callable[[], None]], switch_interval: float | None = None) -> None:
+    """Run each body on its own thread, all started together (and with the interpreter
+    switching threads every ``switch_interval`` seconds when given); re-raises the first
+    failure."""
     errors: list[BaseException] = []
-    start = threading.Barrier(THREADS)
+    start = threading.Barrier(len(bodies))
 
     def wrap(fn: Callable[[], None]) -> Callable[[], None]:
         def body() -> None:
@@ -29,14 +32,24 @@ def run_threads(writer: Callable[[], None], reader: Callable[[], None]) -> None:
 
         return body
 
-    threads = [threading.Thread(target=wrap(writer))]
-    threads += [threading.Thread(target=wrap(reader)) for _ in range(THREADS - 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    threads = [threading.Thread(target=wrap(fn)) for fn in bodies]
+    old = sys.getswitchinterval()
+    if switch_interval is not None:
+        sys.setswitchinterval(switch_interval)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
     if errors:
         raise errors[0]
+
+
+def run_threads(writer: Callable[[], None], reader: Callable[[], None]) -> None:
+    """One writer and THREADS - 1 readers, started together; re-raises the first failure."""
+    start_together([writer] + [reader] * (THREADS - 1))
 
 
 def test_list_mutated_while_other_threads_read() -> None:
@@ -126,14 +139,10 @@ def test_py_class_key_decorated_from_threads_at_once_is_claimed_once() -> None:
     # the key free and all registered fields on one type, "Duplicate field name".)
     from tvmffi.dataclasses import field, py_class
 
-    threads = 8
     keys = [f"test_threads.Claimed{i}" for i in range(20)]
-    start = threading.Barrier(threads)
     won: list[tuple[str, type]] = []
-    failures: list[BaseException] = []
 
     def body() -> None:
-        start.wait()
         for key in keys:
             try:
 
@@ -145,16 +154,9 @@ def test_py_class_key_decorated_from_threads_at_once_is_claimed_once() -> None:
                 won.append((key, C))
             except ValueError as e:
                 if "already registered" not in str(e):
-                    failures.append(e)
-            except BaseException as e:  # reported to the main thread
-                failures.append(e)
+                    raise
 
-    pool = [threading.Thread(target=body) for _ in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    assert not failures, failures[0]
+    start_together([body] * 8)
     assert sorted(k for k, _ in won) == sorted(keys)
     for _, cls in won:
         obj = cls(3, [1, 2])
@@ -165,16 +167,10 @@ def test_py_classes_registered_from_threads_at_once() -> None:
     # Each registration drops generated subclasses, scanning the class registry with a
     # Python test per entry: another thread registering meanwhile made that scan fail
     # with "dictionary changed size during iteration". Frequent thread switches.
-    import sys
-
     from tvmffi.dataclasses import py_class
 
-    failures: list[BaseException] = []
-    start = threading.Barrier(THREADS)
-
-    def body(t: int) -> None:
-        start.wait()
-        try:
+    def registrar(t: int) -> Callable[[], None]:
+        def body() -> None:
             for i in range(40):
 
                 @py_class(f"test_threads.Many{t}_{i}")
@@ -182,31 +178,18 @@ def test_py_classes_registered_from_threads_at_once() -> None:
                     a: int
 
                 assert C(i).a == i
-        except BaseException as e:  # reported to the main thread
-            failures.append(e)
 
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        pool = [threading.Thread(target=body, args=(t,)) for t in range(THREADS)]
-        for th in pool:
-            th.start()
-        for th in pool:
-            th.join()
-    finally:
-        sys.setswitchinterval(old)
-    assert not failures, failures[0]
+        return body
+
+    start_together([registrar(t) for t in range(THREADS)], switch_interval=1e-6)
 
 
 def test_structural_check_and_call_are_one_step_for_other_threads() -> None:
     # structural_* check their input (no cycle, fits the stack) before the runtime's
     # recursion. A thread making a List contain itself between the check and the call
     # overflowed the runtime's C stack (segfault within a second of this loop).
-    import sys
-
     lst = tvmffi.List([1, tvmffi.List([2])])
     done = threading.Event()
-    failures: list[BaseException] = []
     ops = [
         tvmffi.structural_hash,
         lambda v: tvmffi.structural_equal(v, v),
@@ -222,8 +205,6 @@ def test_structural_check_and_call_are_one_step_for_other_threads() -> None:
                     ops[i % len(ops)](lst)
                 except ValueError as e:  # it was cyclic when checked
                     assert "Cycle detected" in str(e)
-        except BaseException as e:  # reported to the main thread
-            failures.append(e)
         finally:
             done.set()
 
@@ -232,14 +213,4 @@ def test_structural_check_and_call_are_one_step_for_other_threads() -> None:
             lst.append(lst)
             lst.pop()
 
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        pool = [threading.Thread(target=reader), threading.Thread(target=writer)]
-        for th in pool:
-            th.start()
-        for th in pool:
-            th.join()
-    finally:
-        sys.setswitchinterval(old)
-    assert not failures, failures[0]
+    start_together([reader, writer], switch_interval=1e-6)
