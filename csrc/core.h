@@ -59,6 +59,7 @@ static inline void tvmffi_object_release(TVMFFIObjectHandle h) {
   }
 }
 int tvmffi_teardown_init(PyObject* module);
+int tvmffi_library_module_init(PyObject* module);
 
 /* ---- free lists ------------------------------------------------------------- */
 /* Blocks made and dropped at call rate (result objects, callbacks, Tensor

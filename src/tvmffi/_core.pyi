@@ -1,7 +1,9 @@
 """Type stubs for the tvmffi._core C extension."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
+
+_O = TypeVar("_O", bound="Object")
 
 class Object:
     """Base class of every TVM FFI object; owns one reference to its handle."""
@@ -137,6 +139,9 @@ class FieldProperty:
     def set(self, obj: Any, value: Any) -> None: ...
     def __get__(self, obj: Any, owner: Any = ...) -> Any: ...
     def __set__(self, obj: Any, value: Any) -> None: ...
+
+def _without_attribute_hook(cls: type[Object]) -> None: ...
+def _rewrap(obj: _O, cls: type[_O]) -> _O: ...
 
 class MethodDescriptor:
     """Reflected instance method: ``obj.m(*a)`` calls ``func(obj, *a)``."""

@@ -22,6 +22,7 @@ FIXTURES: dict[str, tuple[str, str, bool]] = {
     "nosym": ("nosym.c", "cc", False),
     "static_init": ("static_init.c", "cc", True),
     "alloc": ("alloc.c", "cc", True),
+    "clash": ("clash.c", "cc", True),
 }
 
 
