@@ -84,6 +84,10 @@ typedef struct {
    * returned by such a call) are among the arguments, or NULL: the one flag a
    * call checks to give that framework its tensors back (framework.c). */
   const DLPackExchangeAPI* dlpack_api;
+  /* One bit per Python object whose Tensor object is among the items (bit
+   * (address >> 4) % 64): a tensor not seen before in this call, the common
+   * case, is told apart without scanning the items (tensor_from_py.c). */
+  uint64_t tensor_owners;
   TVMFFIObjectHandle inline_items[TVMFFI_TEMPS_INLINE];
 } TempList;
 
@@ -92,6 +96,7 @@ static inline void temps_init(TempList* t) {
   t->capacity = TVMFFI_TEMPS_INLINE;
   t->items = t->inline_items;
   t->dlpack_api = NULL;
+  t->tensor_owners = 0;
 }
 int temps_push(TempList* t, TVMFFIObjectHandle h);
 void temps_release_items(TempList* t);

@@ -270,11 +270,18 @@ static void set_tensor_any(TVMFFIAny* out, TVMFFIObjectHandle h) {
   out->v_obj = (TVMFFIObject*)h;
 }
 
-static int push_tensor(TVMFFIObjectHandle h, TVMFFIAny* out, TempList* temps) {
+static inline uint64_t owner_bit(PyObject* obj) {
+  return (uint64_t)1 << (((uintptr_t)obj >> 4) & 63); /* objects are 16-byte aligned */
+}
+
+/* Hands the call `h`, the Tensor object made for `obj`, owned by the call's
+ * temporaries (released on failure). */
+static int push_tensor(TVMFFIObjectHandle h, PyObject* obj, TVMFFIAny* out, TempList* temps) {
   if (temps_push(temps, h) != 0) {
     TVMFFIObjectDecRef(h);
     return -1;
   }
+  temps->tensor_owners |= owner_bit(obj);
   set_tensor_any(out, h);
   return 0;
 }
@@ -288,6 +295,7 @@ static int push_tensor(TVMFFIObjectHandle h, TVMFFIAny* out, TempList* temps) {
  * linear; a repeat further back is simply described again. */
 #define REPEAT_WINDOW 8
 static TVMFFIObjectHandle converted_in_call(const TempList* temps, PyObject* obj) {
+  if (!(temps->tensor_owners & owner_bit(obj))) return NULL; /* not seen in this call */
   int stop = temps->size > REPEAT_WINDOW ? temps->size - REPEAT_WINDOW : 0;
   for (int i = temps->size - 1; i >= stop; --i) {
     const TVMFFIObject* o = (const TVMFFIObject*)temps->items[i];
@@ -303,7 +311,7 @@ int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssi
     return 0;
   }
   OwnTensor* t = numpy_tensor(arr, argpos);
-  return t == NULL ? -1 : push_tensor(t, out, temps);
+  return t == NULL ? -1 : push_tensor(t, arr, out, temps);
 }
 
 int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
@@ -336,10 +344,10 @@ int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
     if (t->dl.device.device_type != kDLCPU && adopt_producer_stream(obj, e, t, argpos, temps) != 0) {
       return -1;
     }
-    return push_tensor(t, out, temps);
+    return push_tensor(t, obj, out, temps);
   }
   if (handle_from_entry(obj, e, argpos, 0, 0, temps, &h) != 0) return -1;
-  return push_tensor(h, out, temps);
+  return push_tensor(h, obj, out, temps);
 }
 
 /* Whether a borrowed DLTensor can be read at all: a NULL pointer, a negative
@@ -379,5 +387,5 @@ int tvmffi_dltensor_view_to_any(PyObject* owner, const DLTensor* dl, TVMFFIAny* 
   }
   OwnTensor* t = own_from_dl(dl, owner, 0);
   if (t == NULL) return -1;
-  return push_tensor(t, out, temps);
+  return push_tensor(t, owner, out, temps);
 }
