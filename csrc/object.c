@@ -263,6 +263,17 @@ PyObject* tvmffi_object_new_of(PyTypeObject* cls, TVMFFIObjectHandle handle) {
   return new_of_kind(cls, creation_kind(cls), handle);
 }
 
+/* wrap_typed's other cases, out of line so that its plain-class path saves
+ * no registers. */
+static Py_NO_INLINE PyObject* wrap_resolving(TVMFFIObjectHandle handle, int32_t type_index) {
+  ResolvedClass resolved = class_for(type_index);
+  if (resolved.cls == NULL) {
+    TVMFFIObjectDecRef(handle);
+    return NULL;
+  }
+  return new_of_kind(resolved.cls, resolved.kind, handle);
+}
+
 PyObject* tvmffi_object_wrap_typed(TVMFFIObjectHandle handle, int32_t type_index) {
   /* The call-rate path: a result of an already resolved, plain class (a
    * zeroed, unresolved entry is never CREATE_PLAIN). */
@@ -270,12 +281,7 @@ PyObject* tvmffi_object_wrap_typed(TVMFFIObjectHandle handle, int32_t type_index
       g_resolved[type_index].kind == CREATE_PLAIN) {
     return new_plain(g_resolved[type_index].cls, handle);
   }
-  ResolvedClass resolved = class_for(type_index);
-  if (resolved.cls == NULL) {
-    TVMFFIObjectDecRef(handle);
-    return NULL;
-  }
-  return new_of_kind(resolved.cls, resolved.kind, handle);
+  return wrap_resolving(handle, type_index);
 }
 
 PyObject* tvmffi_object_wrap_owned(TVMFFIObjectHandle handle) {
