@@ -58,6 +58,11 @@ CASES = [
     Case("nop(a, b, c) [3 distinct torch tensors]", "o_nop(y, y2, y3)", "t_nop(y, y2, y3)"),
     Case("echo(x) [NumPy array -> Tensor]", "o_echo(x)", "t_echo(x)"),
     Case("echo(y) [torch -> torch.Tensor]", "o_echo(y)", "t_echo(y)"),
+    Case(
+        "nop(t, t, t) [from_dlpack tensors, release_gil=False]",
+        "og_nop(ot, ot, ot)",
+        "tg_nop(tt, tt, tt)",
+    ),
     Case("nop(x, x, x) [NumPy, release_gil=False]", "og_nop(x, x, x)", "tg_nop(x, x, x)"),
     Case("nop(x, x, x) [torch, release_gil=False]", "og_nop(y, y, y)", "tg_nop(y, y, y)"),
     Case(

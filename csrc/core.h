@@ -278,6 +278,23 @@ typedef struct {
 /* A runtime builtin that adds to a List or Dict (ffi.ListAppend, ...): calls
  * bump tvmffi_graph_epoch. */
 #define BUILTIN_MUTATES_GRAPH 2
+/* A runtime builtin that drops List or Dict values (set, erase, clear): what
+ * it drops is held across the call (teardown.c's tvmffi_hold_dropped), so a
+ * deep value's last reference is released by us, iteratively. Which values,
+ * from its arguments: one of the HOLD_* kinds, in these bits. */
+#define BUILTIN_HOLD_SHIFT 2
+#define BUILTIN_HOLD_MASK (7 << BUILTIN_HOLD_SHIFT)
+typedef enum {
+  HOLD_INDEX = 1, /* (list, i, ...): element i (a negative i counted from the end) */
+  HOLD_RANGE,     /* (list, start, stop, ...): elements start..stop */
+  HOLD_ALL,       /* (container): every element, key and value */
+  HOLD_KEY,       /* (dict, key, ...): the key's value */
+} HoldKind;
+/* A holder (dropped when the call is over) of the private openable values a
+ * HOLD_* builtin called with `args` would drop; None when there are none or
+ * the arguments are not what the builtin takes (it then raises its own
+ * error); NULL with an exception only when memory runs out. */
+PyObject* tvmffi_hold_dropped(HoldKind kind, PyObject* const* args, Py_ssize_t nargs);
 
 extern PyTypeObject TVMFFIFunctionType;
 int tvmffi_function_init_types(PyObject* module);

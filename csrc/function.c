@@ -164,9 +164,16 @@ static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* con
                                            Py_ssize_t nargs) {
   int builtin = self->builtin_flags;
   if (builtin & BUILTIN_MUTATES_GRAPH) tvmffi_graph_mutated();
+  PyObject* held = NULL;
+  if (builtin & BUILTIN_HOLD_MASK) {
+    held = tvmffi_hold_dropped((HoldKind)((builtin & BUILTIN_HOLD_MASK) >> BUILTIN_HOLD_SHIFT),
+                               args, nargs);
+    if (held == NULL) return NULL;
+  }
   PyObject* res = nargs == 0
                       ? call_no_args(self->base.handle, self->safe_call, self->release_gil)
                       : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  Py_XDECREF(held); /* a dropped deep value is freed here, iteratively */
   if ((builtin & BUILTIN_FUNCTOR_KEEPS_GIL) && res != NULL && Py_TYPE(res) == &TVMFFIFunctionType) {
     ((TVMFFIPyFunction*)res)->release_gil = 0;
   }
@@ -392,6 +399,24 @@ static int adds_to_container(const char* name) {
   return 0;
 }
 
+/* The HOLD_* kind of a builtin that drops container values (0: none). Pop
+ * hands its value back to the caller, so it drops nothing. */
+static int drops_values(const char* name) {
+  static const struct {
+    const char* name;
+    HoldKind kind;
+  } kDropping[] = {
+      {"ffi.ListSetItem", HOLD_INDEX},        {"ffi.ListErase", HOLD_INDEX},
+      {"ffi.ListEraseRange", HOLD_RANGE},     {"ffi.ListReplaceSlice", HOLD_RANGE},
+      {"ffi.ListClear", HOLD_ALL},            {"ffi.DictClear", HOLD_ALL},
+      {"ffi.DictSetItem", HOLD_KEY},          {"ffi.DictErase", HOLD_KEY},
+  };
+  for (size_t i = 0; i < sizeof kDropping / sizeof kDropping[0]; ++i) {
+    if (strcmp(name, kDropping[i].name) == 0) return kDropping[i].kind;
+  }
+  return 0;
+}
+
 static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
   (void)self;
   const char* name;
@@ -405,7 +430,8 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
       ((TVMFFIPyFunction*)f)->release_gil = 0;
       ((TVMFFIPyFunction*)f)->builtin_flags =
           (makes_functor(name) ? BUILTIN_FUNCTOR_KEEPS_GIL : 0) |
-          (adds_to_container(name) ? BUILTIN_MUTATES_GRAPH : 0);
+          (adds_to_container(name) ? BUILTIN_MUTATES_GRAPH : 0) |
+          (drops_values(name) << BUILTIN_HOLD_SHIFT);
     }
     return f;
   }

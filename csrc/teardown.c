@@ -17,7 +17,8 @@
  * to None. Each runtime deleter then only meets leaves and shared children,
  * whose release does not recurse into anything deep. Where the runtime drops
  * the value instead (a List or Dict mutation, a field setter), the caller
- * holds it across the call (_hold_items, _dict_hold_value, reflection.c's
+ * holds it across the call (tvmffi_hold_dropped around the runtime's List
+ * and Dict mutation builtins, however they are called; reflection.c's
  * field_hold_old), so the last reference is still ours.
  *
  * Why moving a child is safe: an object whose combined count is exactly "one
@@ -237,23 +238,13 @@ static PyObject* held_capsule(Work* w) {
   return capsule;
 }
 
-/* _hold_items(container, start=0, stop=<size>) -> holder or None: references
- * to the openable values only the container references (elements
- * start..stop of a List or Array; every key and value of a Map or Dict), for
- * a mutation that is about to drop them (clear, erase, overwrite) to leave
- * their last reference with us: dropping the holder frees them. None when
- * there are none (or the layout is unchecked). Needs the GIL, as every
- * container mutation here has it. */
-static PyObject* py_hold_items(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
-  (void)m;
-  Py_ssize_t start = 0, stop = PY_SSIZE_T_MAX;
-  if (nargs < 1 || nargs > 3 || !PyObject_TypeCheck(args[0], &TVMFFIObjectType)) {
-    PyErr_SetString(PyExc_TypeError, "_hold_items(container, start=0, stop=size)");
-    return NULL;
-  }
-  if (nargs > 1 && (start = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred()) return NULL;
-  if (nargs > 2 && (stop = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred()) return NULL;
-  TVMFFIObject* o = ((TVMFFIPyObject*)args[0])->handle;
+/* A holder of references to the openable values only the container `o`
+ * references (elements start..stop of a List or Array; every key and value
+ * of a Map or Dict), for a mutation that is about to drop them (clear, erase,
+ * overwrite) to leave their last reference with us: dropping the holder frees
+ * them. None when there are none (or the layout is unchecked). Needs the GIL,
+ * as every container mutation here has it. */
+static PyObject* hold_items(TVMFFIObject* o, Py_ssize_t start, Py_ssize_t stop) {
   Work held;
   held.size = 0;
   held.capacity = WORK_INLINE;
@@ -279,25 +270,18 @@ static PyObject* py_hold_items(PyObject* m, PyObject* const* args, Py_ssize_t na
   return result;
 }
 
-/* _dict_hold_value(dict, key) -> object or None: the Dict's current value for
- * `key` when it is an openable object (held, for a set or erase about to drop
- * it), else None: missing key, other values, or a key that does not convert
- * (the mutation then raises its own error). One runtime lookup, no Python
- * value made for anything but such a value. */
-static PyObject* py_dict_hold_value(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
-  (void)m;
+/* The Dict `d`'s current value for `key` when it is an openable object (held,
+ * for a set or erase about to drop it), else None: missing key, other values,
+ * or a key that does not convert (the mutation then raises its own error).
+ * One runtime lookup, no Python value made for anything but such a value. */
+static PyObject* dict_hold_value(TVMFFIObject* d, PyObject* key) {
   static TVMFFIObjectHandle get_fn;
-  if (nargs != 2 || !PyObject_TypeCheck(args[0], &TVMFFIObjectType)) {
-    PyErr_SetString(PyExc_TypeError, "_dict_hold_value(dict, key)");
-    return NULL;
-  }
-  TVMFFIObject* d = ((TVMFFIPyObject*)args[0])->handle;
   if (d == NULL || d->type_index != kTVMFFIDict) Py_RETURN_NONE;
   TempList temps;
   temps_init(&temps);
   TVMFFIAny call_args[2] = {{.type_index = kTVMFFIDict, .v_obj = d}};
   TVMFFIAny r = {.type_index = kTVMFFINone};
-  int rc = tvmffi_py_to_any(args[1], &call_args[1], &temps, -1) == 0
+  int rc = tvmffi_py_to_any(key, &call_args[1], &temps, -1) == 0
                ? tvmffi_call_global_any("ffi.DictGetItemOrMissing", &get_fn, call_args, 2, &r)
                : -1;
   temps_release(&temps);
@@ -310,6 +294,39 @@ static PyObject* py_dict_hold_value(PyObject* m, PyObject* const* args, Py_ssize
     Py_RETURN_NONE;
   }
   return tvmffi_object_wrap_typed(r.v_obj, r.type_index);
+}
+
+/* args[i] as an index, or 0 when it is not an int that fits. */
+static int index_arg(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t i, Py_ssize_t* out) {
+  if (i >= nargs || !PyLong_Check(args[i])) return 0;
+  *out = PyLong_AsSsize_t(args[i]);
+  if (*out == -1 && PyErr_Occurred()) {
+    PyErr_Clear(); /* out of range: the builtin reports it */
+    return 0;
+  }
+  return 1;
+}
+
+PyObject* tvmffi_hold_dropped(HoldKind kind, PyObject* const* args, Py_ssize_t nargs) {
+  /* Only tvmffi's own objects: another binding's object holds its handle elsewhere. */
+  if (nargs < 1 || !PyObject_TypeCheck(args[0], &TVMFFIObjectType)) Py_RETURN_NONE;
+  TVMFFIObject* o = ((TVMFFIPyObject*)args[0])->handle;
+  if (o == NULL) Py_RETURN_NONE;
+  Py_ssize_t start, stop;
+  switch (kind) {
+    case HOLD_INDEX:
+      if (!index_arg(args, nargs, 1, &start) || o->type_index != kTVMFFIList) Py_RETURN_NONE;
+      if (start < 0) start += (Py_ssize_t)((TVMFFISeqCell*)tvmffi_cell(o))->size;
+      return start < 0 ? Py_NewRef(Py_None) : hold_items(o, start, start + 1);
+    case HOLD_RANGE:
+      if (!index_arg(args, nargs, 1, &start) || !index_arg(args, nargs, 2, &stop)) Py_RETURN_NONE;
+      return hold_items(o, start, stop);
+    case HOLD_ALL:
+      return hold_items(o, 0, PY_SSIZE_T_MAX);
+    case HOLD_KEY:
+      return nargs < 2 ? Py_NewRef(Py_None) : dict_hold_value(o, args[1]);
+  }
+  Py_RETURN_NONE;
 }
 
 /* ---- layout check at import ------------------------------------------------- */
@@ -383,10 +400,6 @@ static PyObject* py_teardown_layouts(PyObject* m, PyObject* unused) {
 
 static PyMethodDef teardown_methods[] = {
     {"_py_class_learn_deleter", py_learn_deleter, METH_O, "(type_index) -> None"},
-    {"_hold_items", (PyCFunction)(void (*)(void))py_hold_items, METH_FASTCALL,
-     "(container, start=0, stop=size) -> holder of the privately held openable values, or None"},
-    {"_dict_hold_value", (PyCFunction)(void (*)(void))py_dict_hold_value, METH_FASTCALL,
-     "(dict, key) -> the key's openable value, or None"},
     {"_teardown_layouts", py_teardown_layouts, METH_NOARGS,
      "() -> (seq, map, py_class) layouts in use"},
     {NULL, NULL, 0, NULL},

@@ -43,6 +43,9 @@ def drop(head):
 
 echo = M.get_global_func("testing.echo")
 
+def B(name):
+    return M.get_global_func("ffi." + name)
+
 def list_chain():
     a = M.List([])
     for _ in range(N):
@@ -82,6 +85,23 @@ CASES = {
             ("dict_setitem", "M.Dict({'k': list_chain()})", "h['k'] = 1"),
             ("dict_delitem", "M.Dict({'k': list_chain()})", "del h['k']"),
             ("dict_clear", "M.Dict({'k': list_chain()})", "h.clear()"),
+            # the runtime's mutation builtins called directly hold what they drop too
+            ("builtin_list_setitem", "M.List([1, list_chain()])", "B('ListSetItem')(h, 1, 0)"),
+            ("builtin_list_erase", "M.List([list_chain(), 1])", "B('ListErase')(h, 0)"),
+            (
+                "builtin_list_erase_range",
+                "M.List([1, list_chain()])",
+                "B('ListEraseRange')(h, 0, 2)",
+            ),
+            (
+                "builtin_list_replace_slice",
+                "M.List([list_chain()])",
+                "B('ListReplaceSlice')(h, 0, 1, M.List([1, 2]))",
+            ),
+            ("builtin_list_clear", "M.List([list_chain()])", "B('ListClear')(h)"),
+            ("builtin_dict_setitem", "M.Dict({'k': list_chain()})", "B('DictSetItem')(h, 'k', 1)"),
+            ("builtin_dict_erase", "M.Dict({'k': list_chain()})", "B('DictErase')(h, 'k')"),
+            ("builtin_dict_clear", "M.Dict({1: list_chain()})", "B('DictClear')(h)"),
             ("typed_field_set", "Node(list_chain())", "h.nxt = None"),
             ("any_field_set", "AnyNode(list_chain())", "h.nxt = None"),
             # a call's result holding the last reference

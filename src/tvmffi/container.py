@@ -39,12 +39,11 @@ __all__ = ["MISSING", "Array", "Dict", "List", "Map", "Shape"]
 _seq_size = _core._seq_size
 _seq_getitem = _core._seq_getitem
 _init_handle = _core._init_handle
-# Values a mutation is about to drop that only the container references are
-# held across it (see csrc/teardown.c): their last reference then goes from
-# here, which frees a deep one iteratively, not from inside the runtime's
-# recursive deleters (a C stack overflow at ~100 000 levels).
-_hold_items = _core._hold_items
-_dict_hold_value = _core._dict_hold_value
+# Values a mutation builtin (ffi.ListSetItem, ffi.DictClear, ...) is about to
+# drop that only the container references are held across the call by the
+# call itself (csrc/teardown.c's tvmffi_hold_dropped): their last reference
+# then goes from tvmffi, which frees a deep one iteratively, not from inside
+# the runtime's recursive deleters (a C stack overflow at ~100 000 levels).
 
 
 def _normalize_index(length: int, idx: SupportsIndex) -> int:
@@ -164,7 +163,6 @@ class List(_FFISequence, MutableSequence[Any]):
         if isinstance(index, slice):
             replacement = list(value)
             start, stop, step = index.indices(len(self))
-            held = _hold_items(self, min(start, stop), max(start, stop) + 1)
             if step != 1:
                 targets = range(start, stop, step)
                 if len(replacement) != len(targets):
@@ -178,15 +176,11 @@ class List(_FFISequence, MutableSequence[Any]):
                 return
             _g("ffi.ListReplaceSlice")(self, start, max(start, stop), List(replacement))
             return
-        i = _normalize_index(len(self), index)
-        held = _hold_items(self, i, i + 1)
-        _g("ffi.ListSetItem")(self, i, value)
-        del held  # a replaced deep value is freed here, iteratively
+        _g("ffi.ListSetItem")(self, _normalize_index(len(self), index), value)
 
     def __delitem__(self, index: Any) -> None:
         if isinstance(index, slice):
             start, stop, step = index.indices(len(self))
-            held = _hold_items(self, min(start, stop), max(start, stop) + 1)
             if step == 1:
                 _g("ffi.ListEraseRange")(self, start, max(start, stop))
                 return
@@ -196,10 +190,7 @@ class List(_FFISequence, MutableSequence[Any]):
             for i in reversed(targets) if step > 0 else targets:
                 erase(self, i)
             return
-        i = _normalize_index(len(self), index)
-        held = _hold_items(self, i, i + 1)
-        _g("ffi.ListErase")(self, i)
-        del held
+        _g("ffi.ListErase")(self, _normalize_index(len(self), index))
 
     def insert(self, index: int, value: Any) -> None:
         """Insert ``value`` before ``index`` (clamped like ``list.insert``)."""
@@ -229,9 +220,7 @@ class List(_FFISequence, MutableSequence[Any]):
 
     def clear(self) -> None:
         """Remove every element."""
-        held = _hold_items(self)
         _g("ffi.ListClear")(self)
-        del held
 
     __hash__ = _FFISequence.__hash__
 
@@ -385,16 +374,12 @@ class Dict(_MapBase, MutableMapping[Any, Any]):
         _init_handle(self, _g("ffi.Dict"), *_flatten(input_dict))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        held = _dict_hold_value(self, key)  # a replaced deep value is freed by the del
         _g("ffi.DictSetItem")(self, key, value)
-        del held
 
     def __delitem__(self, key: Any) -> None:
         if key not in self:
             raise KeyError(key)
-        held = _dict_hold_value(self, key)
         _g("ffi.DictErase")(self, key)
-        del held
 
     def pop(self, key: Any, *default: Any) -> Any:
         """Remove ``key`` and return its value, or ``default`` when absent."""
@@ -410,9 +395,7 @@ class Dict(_MapBase, MutableMapping[Any, Any]):
 
     def clear(self) -> None:
         """Remove every entry."""
-        held = _hold_items(self)
         _g("ffi.DictClear")(self)
-        del held
 
     def update(self, other: Any = (), /, **kwargs: Any) -> None:
         """Set every (key, value) of ``other`` (a mapping or pairs) and of ``kwargs``."""
