@@ -685,7 +685,14 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
    * as cheap as our own (NULL until tvm_ffi is seen and its layout checked). */
   PyTypeObject* official = tvmffi_official_tensor_type;
   if (official != NULL && (tp == official || tp->tp_base == official)) {
-    return tvmffi_official_to_any(obj, OFFICIAL_TENSOR, out, temps, argpos);
+    /* The handle, inline (interop.c sets the type once it found the handle
+     * right after the object header); a Tensor without one is a view. */
+    TVMFFIObjectHandle h = *(TVMFFIObjectHandle*)((char*)obj + sizeof(PyObject));
+    if (h == NULL) return tvmffi_official_to_any(obj, OFFICIAL_TENSOR, out, temps, argpos);
+    out->type_index = kTVMFFITensor;
+    out->zero_padding = 0;
+    out->v_obj = (TVMFFIObject*)h;
+    return 0;
   }
   /* A plain Python function (a callback argument): no protocol can apply. */
   if (tp == &PyFunction_Type) return callable_to_any(obj, out, temps);

@@ -407,8 +407,9 @@ int tvmffi_dltensor_view_to_any(PyObject* owner, const DLTensor* dl, TVMFFIAny* 
 
 /* ---- interop.c: the official binding's objects ------------------------------- */
 enum { OFFICIAL_NONE = 0, OFFICIAL_OBJECT, OFFICIAL_TENSOR, OFFICIAL_NATIVE };
-/* tvm_ffi.core.Tensor once resolved and its layout known (the exact-type fast
- * path of argument conversion), else NULL. */
+/* tvm_ffi.core.Tensor once resolved and its layout known: its handle right
+ * after the object header (the fast path of argument conversion reads it
+ * there), else NULL. */
 extern PyTypeObject* tvmffi_official_tensor_type;
 /* Which official-binding class `tp` derives from (OFFICIAL_*). */
 int tvmffi_official_kind(PyTypeObject* tp);
