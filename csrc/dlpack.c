@@ -17,6 +17,9 @@
  */
 #include "tensor_internal.h"
 
+#include <dlfcn.h>
+#include <string.h>
+
 PyObject* g_str_dlpack;
 static PyObject* g_str_dlpack_device;
 static PyObject* g_max_version_kwargs; /* {"max_version": (1, 0)} */
@@ -101,6 +104,27 @@ const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp) {
   return api;
 }
 
+/* The shared object that `addr` lies in, or NULL. */
+static const char* library_of(const void* addr, void** base) {
+  Dl_info info;
+  if (dladdr(addr, &info) == 0 || info.dli_fname == NULL) return NULL;
+  *base = info.dli_fbase;
+  return info.dli_fname;
+}
+
+int exchange_api_is_torchs(const DLPackExchangeAPI* api) {
+  void *struct_base, *fill_base;
+  const char* lib = library_of(api, &struct_base);
+  if (lib == NULL || api->dltensor_from_py_object_no_sync == NULL ||
+      library_of((const void*)(uintptr_t)api->dltensor_from_py_object_no_sync, &fill_base) == NULL ||
+      fill_base != struct_base) {
+    return 0;
+  }
+  const char* name = strrchr(lib, '/');
+  name = name != NULL ? name + 1 : lib;
+  return strncmp(name, "libtorch_python.", strlen("libtorch_python.")) == 0;
+}
+
 /* ---- torch's lazy conjugate and negative bits ---------------------------------- */
 /* torch.Tensor.is_conj / is_neg as unbound methods, called without lookups. */
 static PyObject* g_torch_is_conj;
@@ -169,6 +193,25 @@ static OwnTensor* own_from_checked(const DLTensor* dl, PyObject* owner, Py_ssize
   return t;
 }
 
+/* The same for torch's own fill of its own tensor (TypeEntry.trusted): torch
+ * describes a tensor it holds, so only what our own copy relies on (the rank
+ * and the shape pointer) is looked at. */
+static OwnTensor* own_from_trusted(const DLTensor* dl, PyObject* owner, Py_ssize_t argpos) {
+  int n = dl->ndim;
+  if ((uint32_t)n > DL_MAX_NDIM || (n > 0 && dl->shape == NULL)) {
+    return own_from_checked(dl, owner, argpos); /* reports it */
+  }
+  OwnTensor* t = own_new(n, owner);
+  if (t == NULL) return NULL;
+  for (int i = 0; i < n; ++i) t->storage[i] = dl->shape[i];
+  t->dl.data = dl->data;
+  t->dl.device = dl->device;
+  t->dl.dtype = dl->dtype;
+  t->dl.byte_offset = dl->byte_offset;
+  copy_strides(dl, t->storage);
+  return t;
+}
+
 /* A framework tensor's non-owning DLTensor fill (see exchange_fills) as a
  * Tensor object that keeps the framework tensor alive. */
 OwnTensor* exchange_fill_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos) {
@@ -177,7 +220,7 @@ OwnTensor* exchange_fill_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t ar
     wrap_error(argpos, obj, "DLPack export");
     return NULL;
   }
-  OwnTensor* t = own_from_checked(&dl, obj, argpos);
+  OwnTensor* t = e->trusted ? own_from_trusted(&dl, obj, argpos) : own_from_checked(&dl, obj, argpos);
   if (t == NULL) return NULL;
   if (e->is_torch && torch_check_lazy_bits(obj, &t->dl, argpos) != 0) {
     own_deleter(t, kTVMFFIObjectDeleterFlagBitMaskBoth);

@@ -436,7 +436,22 @@ PyTypeObject TVMFFITensorViewType = {
 };
 
 /* ---- module ------------------------------------------------------------------------ */
+/* _tensor_route(cls) -> (kind, trusted): how values of cls become tensors (for tests). */
+static PyObject* py_tensor_route(PyObject* self, PyObject* cls) {
+  (void)self;
+  if (!PyType_Check(cls)) {
+    PyErr_SetString(PyExc_TypeError, "_tensor_route expects a class");
+    return NULL;
+  }
+  const TypeEntry* e = type_entry((PyTypeObject*)cls);
+  static const char* const kinds[] = {"", "ndarray", "view", "object", "official", "exchange",
+                                      "protocol"};
+  return Py_BuildValue("(si)", kinds[e->kind], e->trusted);
+}
+
 static PyMethodDef tensor_module_methods[] = {
+    {"_tensor_route", py_tensor_route, METH_O,
+     "_tensor_route(cls) -> (kind, trusted): the tensor route of cls (for tests)."},
     {"from_dlpack", (PyCFunction)(void (*)(void))py_from_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "from_dlpack($module, ext_tensor, *, require_alignment=0, require_contiguous=False)\n"
      "--\n\n"

@@ -116,7 +116,7 @@ TypeEntry g_type_cache[TYPE_CACHE_SIZE];
 
 const TypeEntry* type_entry_decide(PyTypeObject* tp) {
   TypeEntry* e = &g_type_cache[((uintptr_t)tp >> 4) % TYPE_CACHE_SIZE];
-  TypeEntry fresh = {tp, 0, TK_PROTOCOL, NULL, is_torch_type(tp)};
+  TypeEntry fresh = {tp, 0, TK_PROTOCOL, NULL, is_torch_type(tp), 0};
   if (is_ndarray_type(tp) && same_dlpack_as_ndarray(tp)) {
     fresh.kind = TK_NDARRAY;
   } else if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) {
@@ -131,6 +131,7 @@ const TypeEntry* type_entry_decide(PyTypeObject* tp) {
     load_torch_exchange_api();
     if ((fresh.api = lookup_exchange_api(tp)) != NULL) fresh.kind = TK_EXCHANGE;
   }
+  fresh.trusted = fresh.kind == TK_EXCHANGE && fresh.is_torch && exchange_api_is_torchs(fresh.api);
   fresh.tag = tvmffi_type_version_tag(tp); /* after the lookups above */
   Py_INCREF(tp);
   PyTypeObject* old = e->type;

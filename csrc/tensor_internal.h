@@ -109,6 +109,9 @@ typedef struct {
   TensorKind kind;
   const DLPackExchangeAPI* api;
   int is_torch; /* a torch.Tensor (sub)class */
+  /* The API is torch's own (exchange_api_is_torchs): its DLTensor fill of a
+   * torch tensor is not checked again (~30 instructions a tensor). */
+  int trusted;
 } TypeEntry;
 
 /* The route of each Python type, decided once per type and version tag and
@@ -148,6 +151,10 @@ static inline int is_tensor_object(PyObject* obj) {
 extern PyObject* g_str_dlpack;
 int dlpack_init(void);
 const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp);
+/* Whether an exchange API is torch's own: the struct and its DLTensor fill
+ * both lie in torch's Python extension library (libtorch_python). A subclass
+ * or a test that hands over an API of its own gets its fills checked. */
+int exchange_api_is_torchs(const DLPackExchangeAPI* api);
 /* The most dimensions a producer's tensor may have (NumPy's limit). */
 #define DL_MAX_NDIM 64
 /* 0 when a producer's DLTensor is sound to read (ndim, shape, device, dtype);

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import tvmffi
 import tvmffi.testing as testing
+from tvmffi import _core
 
 
 class DLDevice(ctypes.Structure):
@@ -304,6 +305,17 @@ def _lying_torch_class(ndim: int, shape: list[int] | None, dtype: tuple[int, int
     _KEEP.append((api, shape_arr, fill, managed))
     capsule = _capsule_new(ctypes.addressof(api), b"dlpack_exchange_api", None)
     return type("LyingTensor", (torch.Tensor,), {"__dlpack_c_exchange_api__": capsule})
+
+
+def test_only_torchs_own_exchange_api_is_trusted() -> None:
+    # torch's own fill of its own tensors is not checked again; an API a subclass
+    # hands over (here from ctypes memory) always is.
+    torch = pytest.importorskip("torch")
+    assert _core._tensor_route(torch.Tensor) == ("exchange", 1)
+    lying = _lying_torch_class(1, [4], (2, 32, 1))
+    assert _core._tensor_route(lying) == ("exchange", 0)
+    # a subclass that keeps torch's API is torch's
+    assert _core._tensor_route(type("Sub", (torch.Tensor,), {})) == ("exchange", 1)
 
 
 @pytest.mark.parametrize(
