@@ -170,6 +170,15 @@ int exchange_fill(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, DLTensor
   return e->is_torch ? torch_check_lazy_bits(obj, dl, argpos) : 0;
 }
 
+/* The rest of a producer's description, once the shape is in t's storage. */
+static inline void copy_header_and_strides(const DLTensor* dl, OwnTensor* t) {
+  t->dl.data = dl->data;
+  t->dl.device = dl->device;
+  t->dl.dtype = dl->dtype;
+  t->dl.byte_offset = dl->byte_offset;
+  copy_strides(dl, t->storage);
+}
+
 /* A Tensor object describing a producer's DLTensor, checked as dl_check
  * does in the pass that copies its shape. */
 static OwnTensor* own_from_checked(const DLTensor* dl, PyObject* owner, Py_ssize_t argpos) {
@@ -185,11 +194,7 @@ static OwnTensor* own_from_checked(const DLTensor* dl, PyObject* owner, Py_ssize
     dl_error(dl, what, Py_TYPE(owner)->tp_name, argpos);
     return NULL;
   }
-  t->dl.data = dl->data;
-  t->dl.device = dl->device;
-  t->dl.dtype = dl->dtype;
-  t->dl.byte_offset = dl->byte_offset;
-  copy_strides(dl, t->storage);
+  copy_header_and_strides(dl, t);
   return t;
 }
 
@@ -204,11 +209,7 @@ static OwnTensor* own_from_trusted(const DLTensor* dl, PyObject* owner, Py_ssize
   OwnTensor* t = own_new(n, owner);
   if (t == NULL) return NULL;
   for (int i = 0; i < n; ++i) t->storage[i] = dl->shape[i];
-  t->dl.data = dl->data;
-  t->dl.device = dl->device;
-  t->dl.dtype = dl->dtype;
-  t->dl.byte_offset = dl->byte_offset;
-  copy_strides(dl, t->storage);
+  copy_header_and_strides(dl, t);
   return t;
 }
 
