@@ -59,7 +59,6 @@ static inline void tvmffi_object_release(TVMFFIObjectHandle h) {
   }
 }
 int tvmffi_teardown_init(PyObject* module);
-int tvmffi_library_module_init(PyObject* module);
 
 /* ---- free lists ------------------------------------------------------------- */
 /* Blocks made and dropped at call rate (result objects, callbacks, Tensor
@@ -284,6 +283,7 @@ typedef struct {
  * from its arguments: one of the HOLD_* kinds, in these bits. */
 #define BUILTIN_HOLD_SHIFT 2
 #define BUILTIN_HOLD_MASK (7 << BUILTIN_HOLD_SHIFT)
+#define BUILTIN_HOLD(kind) ((kind) << BUILTIN_HOLD_SHIFT)
 typedef enum {
   HOLD_INDEX = 1, /* (list, i, ...): element i (a negative i counted from the end) */
   HOLD_RANGE,     /* (list, start, stop, ...): elements start..stop */
@@ -299,12 +299,12 @@ PyObject* tvmffi_hold_dropped(HoldKind kind, PyObject* const* args, Py_ssize_t n
 extern PyTypeObject TVMFFIFunctionType;
 int tvmffi_function_init_types(PyObject* module);
 PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle);
-/* Call an FFI function handle with Python arguments; returns a new reference. */
 /* A call whose arguments are packed (function.c's own tail: a moved argument
  * also passed plainly kept alive, the framework allocator of temps->dlpack_api
  * installed around the callee). 0 with *result owned, or -1 with the error set. */
 int tvmffi_call_packed(TVMFFIObjectHandle func, TVMFFIAny* packed, Py_ssize_t nargs,
                        TempList* temps, int release_gil, TVMFFIAny* result);
+/* Call an FFI function handle with Python arguments; returns a new reference. */
 PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
                              int release_gil);
 /* Look up a global function; *out is NULL when missing. */
@@ -448,6 +448,9 @@ int tvmffi_stream_init(PyObject* module);
 /* Make `stream` the environment stream of the device for the duration of the
  * call owning `temps` (restored when the temporaries are released). */
 int tvmffi_stream_adopt(int32_t device_type, int32_t device_id, void* stream, TempList* temps);
+
+/* ---- library_module.c: the class of a module loaded from a library file ------ */
+int tvmffi_library_module_init(PyObject* module);
 
 /* Python may be finalizing when the runtime releases our last objects (static
  * destructors at exit); Python state must not be touched then. */

@@ -170,15 +170,6 @@ int exchange_fill(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, DLTensor
   return e->is_torch ? torch_check_lazy_bits(obj, dl, argpos) : 0;
 }
 
-/* The rest of a producer's description, once the shape is in t's storage. */
-static inline void copy_header_and_strides(const DLTensor* dl, OwnTensor* t) {
-  t->dl.data = dl->data;
-  t->dl.device = dl->device;
-  t->dl.dtype = dl->dtype;
-  t->dl.byte_offset = dl->byte_offset;
-  copy_strides(dl, t->storage);
-}
-
 /* A Tensor object describing a producer's DLTensor, checked as dl_check
  * does in the pass that copies its shape. */
 static OwnTensor* own_from_checked(const DLTensor* dl, PyObject* owner, Py_ssize_t argpos) {
@@ -194,7 +185,7 @@ static OwnTensor* own_from_checked(const DLTensor* dl, PyObject* owner, Py_ssize
     dl_error(dl, what, Py_TYPE(owner)->tp_name, argpos);
     return NULL;
   }
-  copy_header_and_strides(dl, t);
+  own_describe_rest(t, dl);
   return t;
 }
 
@@ -202,15 +193,10 @@ static OwnTensor* own_from_checked(const DLTensor* dl, PyObject* owner, Py_ssize
  * describes a tensor it holds, so only what our own copy relies on (the rank
  * and the shape pointer) is looked at. */
 static OwnTensor* own_from_trusted(const DLTensor* dl, PyObject* owner, Py_ssize_t argpos) {
-  int n = dl->ndim;
-  if ((uint32_t)n > DL_MAX_NDIM || (n > 0 && dl->shape == NULL)) {
+  if ((uint32_t)dl->ndim > DL_MAX_NDIM || (dl->ndim > 0 && dl->shape == NULL)) {
     return own_from_checked(dl, owner, argpos); /* reports it */
   }
-  OwnTensor* t = own_new(n, owner);
-  if (t == NULL) return NULL;
-  for (int i = 0; i < n; ++i) t->storage[i] = dl->shape[i];
-  copy_header_and_strides(dl, t);
-  return t;
+  return own_from_dl(dl, owner, 0);
 }
 
 /* A framework tensor's non-owning DLTensor fill (see exchange_fills) as a

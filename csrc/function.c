@@ -388,31 +388,29 @@ static int makes_functor(const char* name) {
   return n >= 7 && strcmp(name + n - 7, "Functor") == 0;
 }
 
-/* The builtins that add an element to a shared List or Dict (removing or
- * reordering cannot make a cycle or a deeper value). */
-static int adds_to_container(const char* name) {
-  static const char* const kAdding[] = {"ffi.ListSetItem", "ffi.ListAppend", "ffi.ListInsert",
-                                        "ffi.ListReplaceSlice", "ffi.DictSetItem"};
-  for (size_t i = 0; i < sizeof kAdding / sizeof kAdding[0]; ++i) {
-    if (strcmp(name, kAdding[i]) == 0) return 1;
-  }
-  return 0;
-}
-
-/* The HOLD_* kind of a builtin that drops container values (0: none). Pop
- * hands its value back to the caller, so it drops nothing. */
-static int drops_values(const char* name) {
+/* What calls of the builtins that change a shared List or Dict need: a graph
+ * epoch bump when they can add an element (removing or reordering cannot make
+ * a cycle or a deeper value), and the HOLD_* kind of what they drop (Pop
+ * hands its value back to the caller, so it drops nothing). */
+static int container_flags(const char* name) {
+  enum { ADDS = BUILTIN_MUTATES_GRAPH };
   static const struct {
     const char* name;
-    HoldKind kind;
-  } kDropping[] = {
-      {"ffi.ListSetItem", HOLD_INDEX},        {"ffi.ListErase", HOLD_INDEX},
-      {"ffi.ListEraseRange", HOLD_RANGE},     {"ffi.ListReplaceSlice", HOLD_RANGE},
-      {"ffi.ListClear", HOLD_ALL},            {"ffi.DictClear", HOLD_ALL},
-      {"ffi.DictSetItem", HOLD_KEY},          {"ffi.DictErase", HOLD_KEY},
+    int flags;
+  } kChanging[] = {
+      {"ffi.ListSetItem", ADDS | BUILTIN_HOLD(HOLD_INDEX)},
+      {"ffi.ListReplaceSlice", ADDS | BUILTIN_HOLD(HOLD_RANGE)},
+      {"ffi.DictSetItem", ADDS | BUILTIN_HOLD(HOLD_KEY)},
+      {"ffi.ListAppend", ADDS},
+      {"ffi.ListInsert", ADDS},
+      {"ffi.ListErase", BUILTIN_HOLD(HOLD_INDEX)},
+      {"ffi.ListEraseRange", BUILTIN_HOLD(HOLD_RANGE)},
+      {"ffi.ListClear", BUILTIN_HOLD(HOLD_ALL)},
+      {"ffi.DictClear", BUILTIN_HOLD(HOLD_ALL)},
+      {"ffi.DictErase", BUILTIN_HOLD(HOLD_KEY)},
   };
-  for (size_t i = 0; i < sizeof kDropping / sizeof kDropping[0]; ++i) {
-    if (strcmp(name, kDropping[i].name) == 0) return kDropping[i].kind;
+  for (size_t i = 0; i < sizeof kChanging / sizeof kChanging[0]; ++i) {
+    if (strcmp(name, kChanging[i].name) == 0) return kChanging[i].flags;
   }
   return 0;
 }
@@ -429,9 +427,7 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
     if (f != NULL && is_runtime_builtin(name)) {
       ((TVMFFIPyFunction*)f)->release_gil = 0;
       ((TVMFFIPyFunction*)f)->builtin_flags =
-          (makes_functor(name) ? BUILTIN_FUNCTOR_KEEPS_GIL : 0) |
-          (adds_to_container(name) ? BUILTIN_MUTATES_GRAPH : 0) |
-          (drops_values(name) << BUILTIN_HOLD_SHIFT);
+          (makes_functor(name) ? BUILTIN_FUNCTOR_KEEPS_GIL : 0) | container_flags(name);
     }
     return f;
   }

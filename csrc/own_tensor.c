@@ -9,20 +9,6 @@
 
 #include <string.h>
 
-/* Copy strides (compact when NULL) into storage[ndim, 2*ndim). */
-void copy_strides(const DLTensor* src, int64_t* storage) {
-  int n = src->ndim;
-  if (src->strides != NULL) {
-    for (int i = 0; i < n; ++i) storage[n + i] = src->strides[i]; /* few: no memcpy call */
-  } else {
-    int64_t s = 1;
-    for (int i = n - 1; i >= 0; --i) {
-      storage[n + i] = s;
-      s *= src->shape[i];
-    }
-  }
-}
-
 /* Copy shape and strides (compact when NULL) into storage[0, 2*ndim). */
 void copy_shape_strides(const DLTensor* src, int64_t* storage) {
   memcpy(storage, src->shape, sizeof(int64_t) * (size_t)src->ndim);
@@ -144,19 +130,6 @@ OwnTensor* own_new(int ndim, PyObject* owner) {
   return t;
 }
 
-/* A Tensor object describing `src` (shape/strides copied, compact strides
- * filled in) that keeps `owner` alive. */
-OwnTensor* own_from_dl(const DLTensor* src, PyObject* owner, uint64_t flags) {
-  OwnTensor* t = own_new(src->ndim, owner);
-  if (t == NULL) return NULL;
-  t->dl.data = src->data;
-  t->dl.device = src->device;
-  t->dl.dtype = src->dtype;
-  t->dl.byte_offset = src->byte_offset;
-  t->flags = flags;
-  copy_shape_strides(src, t->storage);
-  return t;
-}
 
 /* A Tensor object owning a consumed producer tensor (exactly one of mv, ml);
  * on failure the producer tensor is released. */

@@ -63,13 +63,44 @@ static inline void release_managed(DLManagedTensorVersioned* mv, DLManagedTensor
  * (flags kTVMFFIObjectDeleterFlagBitMaskBoth). */
 void own_deleter(void* self, int flags);
 OwnTensor* own_new(int ndim, PyObject* owner);
-OwnTensor* own_from_dl(const DLTensor* src, PyObject* owner, uint64_t flags);
 OwnTensor* own_from_managed(DLManagedTensorVersioned* mv, DLManagedTensor* ml,
                             Py_ssize_t argpos);
 uint64_t tensor_flags(TVMFFIObjectHandle h);
+/* Copy strides (compact when NULL) into storage[ndim, 2*ndim). Inline, as
+ * the description copies below: they run per tensor argument. */
+static inline void copy_strides(const DLTensor* src, int64_t* storage) {
+  int n = src->ndim;
+  if (src->strides != NULL) {
+    for (int i = 0; i < n; ++i) storage[n + i] = src->strides[i]; /* few: no memcpy call */
+  } else {
+    int64_t s = 1;
+    for (int i = n - 1; i >= 0; --i) {
+      storage[n + i] = s;
+      s *= src->shape[i];
+    }
+  }
+}
+/* The rest of src's description in t, whose shape is already in its storage:
+ * data, device, dtype, byte offset and strides (compact when NULL). */
+static inline void own_describe_rest(OwnTensor* t, const DLTensor* src) {
+  t->dl.data = src->data;
+  t->dl.device = src->device;
+  t->dl.dtype = src->dtype;
+  t->dl.byte_offset = src->byte_offset;
+  copy_strides(src, t->storage);
+}
+/* A Tensor object describing `src` (shape/strides copied, compact strides
+ * filled in) that keeps `owner` alive. Inline too: torch's hot route ends here. */
+static inline OwnTensor* own_from_dl(const DLTensor* src, PyObject* owner, uint64_t flags) {
+  OwnTensor* t = own_new(src->ndim, owner);
+  if (t == NULL) return NULL;
+  for (int i = 0; i < src->ndim; ++i) t->storage[i] = src->shape[i]; /* few: no memcpy call */
+  t->flags = flags;
+  own_describe_rest(t, src);
+  return t;
+}
 /* Copy shape and strides (compact when NULL) into storage[0, 2*ndim). */
 void copy_shape_strides(const DLTensor* src, int64_t* storage);
-void copy_strides(const DLTensor* src, int64_t* storage);
 
 /* ---- ndarray.c: NumPy ------------------------------------------------------ */
 /* Everything needed from an ndarray. */

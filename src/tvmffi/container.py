@@ -39,11 +39,6 @@ __all__ = ["MISSING", "Array", "Dict", "List", "Map", "Shape"]
 _seq_size = _core._seq_size
 _seq_getitem = _core._seq_getitem
 _init_handle = _core._init_handle
-# Values a mutation builtin (ffi.ListSetItem, ffi.DictClear, ...) is about to
-# drop that only the container references are held across the call by the
-# call itself (csrc/teardown.c's tvmffi_hold_dropped): their last reference
-# then goes from tvmffi, which frees a deep one iteratively, not from inside
-# the runtime's recursive deleters (a C stack overflow at ~100 000 levels).
 
 
 def _normalize_index(length: int, idx: SupportsIndex) -> int:
@@ -150,6 +145,12 @@ class Array(_FFISequence, Sequence[Any]):
         _init_handle(self, _g("ffi.Array"), *input_list)
 
 
+# List and Dict mutations go through the runtime's builtins (ffi.ListSetItem,
+# ffi.DictClear, ...). What such a call is about to drop that only the container
+# references is held across it by the call itself (csrc/teardown.c's
+# tvmffi_hold_dropped): its last reference then goes from tvmffi, which frees a
+# deep value iteratively, not from inside the runtime's recursive deleters (a C
+# stack overflow at ~100 000 levels).
 class List(_FFISequence, MutableSequence[Any]):
     """Mutable FFI list (``ffi.List``), shared by every reference to it."""
 
