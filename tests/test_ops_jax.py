@@ -78,7 +78,9 @@ def axpby(cache: Path) -> Any:
 @pytest.fixture(scope="module")
 def scale(cache: Path) -> Any:
     body = "for (int64_t i = 0; i < n; ++i) x[i] = x[i] * alpha + k;"
-    return tvmffi.jax.register_op("tvmffi_test.scale", codegen.inline(SCALE, body, output_dir=cache))
+    return tvmffi.jax.register_op(
+        "tvmffi_test.scale", codegen.inline(SCALE, body, output_dir=cache)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +92,9 @@ def rowsum(cache: Path) -> Any:
     }
     count[0] = m * n;
     """
-    return tvmffi.jax.register_op("tvmffi_test.rowsum", codegen.inline(ROWSUM, body, output_dir=cache))
+    return tvmffi.jax.register_op(
+        "tvmffi_test.rowsum", codegen.inline(ROWSUM, body, output_dir=cache)
+    )
 
 
 def test_jit_returns_the_output(axpby: Any) -> None:
@@ -175,7 +179,9 @@ def test_load_inline_function_with_a_signature(cache: Path) -> None:
     sig = Signature("jcpp_axpby", AXPBY.params)
     op = tvmffi.jax.register_op("tvmffi_test.cpp_axpby", mod.jcpp_axpby, sig)
     x, y = jnp.arange(3, dtype=jnp.float32), jnp.ones(3, jnp.float32)
-    np.testing.assert_array_equal(np.asarray(jax.jit(lambda x, y: op(x, y, alpha=2.0))(x, y)), [1, 3, 5])
+    np.testing.assert_array_equal(
+        np.asarray(jax.jit(lambda x, y: op(x, y, alpha=2.0))(x, y)), [1, 3, 5]
+    )
     with pytest.raises(ValueError, match=re.escape("(bound by `x`.shape[0]) but got shape[0]=2")):
         jax.jit(lambda x, y: op(x, y, alpha=2.0))(x, jnp.ones(2))
 
@@ -184,7 +190,11 @@ def test_signatures_the_jax_route_cannot_call() -> None:
     fn = tvmffi.get_global_func("testing.echo")
     split = Signature(
         "split_inputs",
-        [Tensor("x", [N], "float32"), Tensor("out", [N], "float32", output=True), Tensor("y", [N], "float32")],
+        [
+            Tensor("x", [N], "float32"),
+            Tensor("out", [N], "float32", output=True),
+            Tensor("y", [N], "float32"),
+        ],
     )
     with pytest.raises(ValueError, match="input tensors are not adjacent"):
         tvmffi.jax.register_op("tvmffi_test.bad1", fn, split)

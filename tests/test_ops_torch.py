@@ -172,7 +172,7 @@ def test_inout_mutates_its_argument(scale: Any) -> None:
 
 
 def test_load_inline_function_with_a_signature(cpp_axpby: tuple[Any, Any]) -> None:
-    fn, op = cpp_axpby
+    _, op = cpp_axpby
     x, y = torch.arange(3, dtype=torch.float32), torch.full((3,), 0.5)
     torch.testing.assert_close(op(x, y, 2.0), 2 * x + y)
     # fn checks nothing itself: the operator runs the signature's checks first
@@ -330,9 +330,7 @@ def test_opcheck(
 
 
 def test_register_autograd_passes_through(cache: Path) -> None:
-    fn = codegen.inline(
-        Signature("axpby_ad", AXPBY.params), AXPBY_BODY, output_dir=cache
-    )
+    fn = codegen.inline(Signature("axpby_ad", AXPBY.params), AXPBY_BODY, output_dir=cache)
     op = tvmffi.torch.register_op("tvmffi_test::axpby_ad", fn)
 
     def setup_context(ctx: Any, inputs: Any, output: Any) -> None:

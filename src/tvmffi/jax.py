@@ -15,12 +15,12 @@ from typing import Any
 
 import jax
 import jax.numpy
-import jax_tvm_ffi
+import jax_tvm_ffi  # type: ignore[import-untyped]
 import numpy as np
 
 from .codegen import Signature, signature_of
 from .codegen._check import ArgInfo, Checker, dtype_text
-from .codegen._spec import Scalar, Tensor
+from .codegen._spec import Scalar
 from .dtype import dtype as ffi_dtype
 
 __all__ = ["register_op"]
@@ -98,11 +98,14 @@ class _Op:
         values = self.checker.check(infos, scalars)
         if sig.outputs:
             results = [
-                jax.ShapeDtypeStruct(shape, jax.numpy.dtype(t.dtype))
+                jax.ShapeDtypeStruct(shape, jax.numpy.dtype(t.dtype))  # type: ignore[no-untyped-call]
                 for shape, t in zip(self.checker.output_shapes(values), sig.outputs, strict=True)
             ]
         else:
-            results = [jax.ShapeDtypeStruct(arrays[i].shape, arrays[i].dtype) for i in self.aliases]
+            results = [
+                jax.ShapeDtypeStruct(arrays[i].shape, arrays[i].dtype)  # type: ignore[no-untyped-call]
+                for i in self.aliases
+            ]
         attrs = {p.name: _ATTR_TYPES[p.dtype](scalars[p.name]) for p in self.scalars}
         call = jax.ffi.ffi_call(
             self.target,

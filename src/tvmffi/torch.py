@@ -23,7 +23,13 @@ from .dtype import dtype as ffi_dtype
 
 __all__ = ["register_op", "schema"]
 
-_SCALAR_TYPES = {"int32": "int", "int64": "int", "float32": "float", "float64": "float", "bool": "bool"}
+_SCALAR_TYPES = {
+    "int32": "int",
+    "int64": "int",
+    "float32": "float",
+    "float64": "float",
+    "bool": "bool",
+}
 
 # torch device types -> the names the generated wrapper uses (DLPack's).
 _DEVICE_NAMES = {"cpu": "cpu", "cuda": "cuda", "mps": "metal", "xpu": "oneapi"}
@@ -112,6 +118,9 @@ class _Plan:
         self.op_params = [p for p in sig.ffi_params if not (isinstance(p, Tensor) and p.output)]
         self.out_dtypes = [_torch_dtype(t.dtype) for t in sig.outputs]
         self.first = sig.inputs[0].name if sig.inputs else None
+        self.first_index = next(
+            (i for i, p in enumerate(self.op_params) if p.name == self.first), -1
+        )
 
     def check(self, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """Run the signature's checks on the operator's arguments; the output shapes."""
@@ -127,9 +136,11 @@ class _Plan:
     def fake(self, *args: Any) -> Any:
         """The fake (meta) implementation: checks, then empty outputs of the right shapes."""
         shapes = self.check(args)
-        first = args[[p.name for p in self.op_params].index(self.first)] if shapes else None
+        if not shapes:
+            return None
+        first = args[self.first_index]  # outputs imply an input (Signature checks)
         outs = tuple(
-            first.new_empty(shape, dtype=dt)  # type: ignore[union-attr]
+            first.new_empty(shape, dtype=dt)
             for shape, dt in zip(shapes, self.out_dtypes, strict=True)
         )
         return _returned(outs)
@@ -145,38 +156,69 @@ class _Plan:
         """
         sig = self.sig
         names = {p.name: f"a{i}" for i, p in enumerate(self.op_params)}
-        where = _var_sources(sig)
-        env: dict[str, Any] = {"_fn": fn, "_check": self.check, "_empty": torch.empty}
-        lines = [f"def impl({', '.join(names.values())}):"]
+        args = ", ".join(names.values())
+        env: dict[str, Any] = {
+            "_fn": fn,
+            "_check": self.check,
+            "_empty": torch.empty,
+            "_empty_like": torch.empty_like,
+        }
+        lines = [f"def impl({args}):"]
         if not checked:
-            lines.append(f"    _check(({', '.join(names.values())},))")
-        outs = []
-        if sig.outputs:
-            lines.append("    try:")
-            for i, t in enumerate(sig.outputs):
-                dims = [str(d) if isinstance(d, int) else _read(names, where[d.name]) for d in t.shape]
-                lines.append(f"        s{i} = ({''.join(d + ', ' for d in dims)})")
-            lines += ["    except IndexError:", f"        _check(({', '.join(names.values())},))", "        raise"]
-            dev = f"{names[self.first]}.device"  # type: ignore[index]
-            for i, dt in enumerate(self.out_dtypes):
-                env[f"_dt{i}"] = dt
-                lines.append(f"    o{i} = _empty(s{i}, dtype=_dt{i}, device={dev})")
-                outs.append(f"o{i}")
-        call, k = [], 0
-        for p in sig.ffi_params:
-            if isinstance(p, Tensor) and p.output:
-                call.append(f"o{k}")
-                k += 1
-            else:
-                call.append(names[p.name])
+            lines.append(f"    _check(({args},))")
+        lines += self._allocations(names, env)
+        outs = [f"o{i}" for i in range(len(sig.outputs))]
+        it = iter(outs)
+        call = [
+            next(it) if isinstance(p, Tensor) and p.output else names[p.name]
+            for p in sig.ffi_params
+        ]
         lines.append(f"    _fn({', '.join(call)})")
-        if len(outs) == 1:
-            lines.append(f"    return {outs[0]}")
-        elif outs:
-            lines.append(f"    return ({', '.join(outs)},)")
+        if outs:
+            lines.append(
+                f"    return {outs[0] if len(outs) == 1 else '(' + ', '.join(outs) + ',)'}"
+            )
         exec(compile("\n".join(lines), f"<tvmffi.torch op {sig.name}>", "exec"), env)
         impl: Callable[..., Any] = env["impl"]
         return impl
+
+    def _allocations(self, names: dict[str, str], env: dict[str, Any]) -> list[str]:
+        """Lines of the eager implementation that allocate output ``o<i>``."""
+        sig, where, lines, shapes = self.sig, _var_sources(self.sig), [], []
+        dev = f"{names[self.first]}.device" if self.first is not None else ""
+        for i, (t, dt) in enumerate(zip(sig.outputs, self.out_dtypes, strict=True)):
+            twin = _twin(sig, t)
+            if twin is not None:
+                lines.append(f"    o{i} = _empty_like({names[twin.name]})")
+                continue
+            env[f"_dt{i}"] = dt
+            dims = [str(d) if isinstance(d, int) else _read(names, where[d.name]) for d in t.shape]
+            shapes.append(f"        s{i} = ({''.join(d + ', ' for d in dims)})")
+            lines.append(f"    o{i} = _empty(s{i}, dtype=_dt{i}, device={dev})")
+        if not shapes:
+            return lines
+        args = ", ".join(names.values())
+        guard = [
+            "    try:",
+            *shapes,
+            "    except IndexError:",
+            f"        _check(({args},))",
+            "        raise",
+        ]
+        return guard + lines
+
+
+def _twin(sig: Signature, out: Tensor) -> Tensor | None:
+    """An input that a correct call gives ``out``'s shape, dtype and compact layout.
+
+    ``torch.empty_like`` of it (the cheapest allocation torch has) is then a
+    right output: the wrapper checks that input before the outputs, so a call
+    where it is wrong fails on it and never looks at the output.
+    """
+    for t in sig.inputs:
+        if t.shape == out.shape and t.dtype == out.dtype and t.strides is None:
+            return t
+    return None
 
 
 def _var_sources(sig: Signature) -> dict[str, tuple[str, str, int]]:
@@ -238,9 +280,11 @@ def register_op(
     ns, name = qualname.split("::")
     plan = _Plan(sig)
     with _LOCK:
-        lib = torch.library.Library(ns, "FRAGMENT")
-        lib.define(name + schema(sig))
-        lib.impl(name, plan.eager(fn, checked=own == sig), "CompositeExplicitAutograd")
+        # (torch.library's methods are untyped.)
+        lib = torch.library.Library(ns, "FRAGMENT")  # type: ignore[no-untyped-call]
+        lib.define(name + schema(sig))  # type: ignore[no-untyped-call]
+        eager = plan.eager(fn, checked=own == sig)
+        lib.impl(name, eager, "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
         torch.library.register_fake(qualname, plan.fake, lib=lib)
         _LIBRARIES.append(lib)
     op: torch._ops.OpOverload = getattr(getattr(torch.ops, ns), name).default

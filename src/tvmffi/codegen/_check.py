@@ -67,9 +67,7 @@ class Checker:
     def _fail(self, kind: type[Exception], text: str) -> Exception:
         return kind(text + self.suffix)
 
-    def check(
-        self, tensors: dict[str, ArgInfo], scalars: dict[str, object]
-    ) -> dict[str, Any]:
+    def check(self, tensors: dict[str, ArgInfo], scalars: dict[str, object]) -> dict[str, Any]:
         """Check the inputs (``tensors`` by name, outputs absent) and scalars.
 
         Returns each Var's bound value. Raises what the wrapper raises for the
@@ -163,8 +161,8 @@ class Checker:
             if a.shape[k] != 1 and strides[k] != expected:
                 raise self._fail(
                     ValueError,
-                    f"Parameter `{t.name}` expects compact row-major strides, "
-                    f"strides[{k}]={self.show(expected)}, but got strides[{k}]={self.show(strides[k])}",
+                    f"Parameter `{t.name}` expects compact row-major strides, strides[{k}]="
+                    f"{self.show(expected)}, but got strides[{k}]={self.show(strides[k])}",
                 )
             expected *= a.shape[k]
 
@@ -174,7 +172,8 @@ class Checker:
         if isinstance(dim, int):
             if actual != dim:
                 raise self._fail(
-                    ValueError, f"Parameter `{name}` expects {label}={dim} but got {label}={self.show(actual)}"
+                    ValueError,
+                    f"Parameter `{name}` expects {label}={dim} but got {label}={self.show(actual)}",
                 )
             return
         if dim.name in bound:
@@ -182,8 +181,8 @@ class Checker:
             if actual != value:
                 raise self._fail(
                     ValueError,
-                    f"Parameter `{name}` expects {label}={dim.name}={self.show(value)} (bound by {where}) "
-                    f"but got {label}={self.show(actual)}",
+                    f"Parameter `{name}` expects {label}={dim.name}={self.show(value)} "
+                    f"(bound by {where}) but got {label}={self.show(actual)}",
                 )
             return
         bound[dim.name] = (actual, f"`{name}`.{label}")
@@ -214,4 +213,3 @@ def _compact_strides(shape: Sequence[Any]) -> list[Any]:
         out[k] = expected
         expected = expected * shape[k]
     return out
-

@@ -234,10 +234,7 @@ def signature_of(fn: object) -> Signature | None:
     ``None`` for any other function (and for the same library loaded another
     way): its caller cannot count on the checks being made.
     """
-    try:
-        return _BUILT.get(fn)  # type: ignore[arg-type]
-    except TypeError:  # unhashable or not weak-referenceable: not ours
-        return None
+    return _BUILT.get(fn) if isinstance(fn, Function) else None
 
 
 def export_object(
