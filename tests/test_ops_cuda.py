@@ -128,7 +128,7 @@ def test_current_stream_reaches_the_kernel(recorder: tuple[Any, tvmffi.Function]
 def test_current_stream_reaches_the_kernel_under_compile(
     recorder: tuple[Any, tvmffi.Function],
 ) -> None:
-    op, last_stream = recorder
+    _, last_stream = recorder
     torch._dynamo.reset()
     f = torch.compile(lambda x: torch.ops.tvmffi_cuda.record(x) + 1, fullgraph=True)
     x = torch.ones(8, device="cuda")
