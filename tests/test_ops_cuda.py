@@ -18,14 +18,15 @@ import pytest
 import tvmffi
 from tvmffi import codegen
 from tvmffi._build import toolchain
-from tvmffi.codegen import EnvStream, Scalar, Signature, Tensor, Var
+from tvmffi.codegen import EnvStream, Signature, Tensor
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
+from ops_kernels import N, axpby_signature  # noqa: E402
+
 import tvmffi.torch  # noqa: E402  (needs torch)
 
-N = Var("n")
 RECORD = Signature(
     "record_stream",
     [
@@ -46,16 +47,7 @@ int record_stream_k(float* x, float* out, int64_t n, void* stream) {
 }
 int last_stream_k(int64_t* s) { s[0] = (int64_t)(intptr_t)last; return 0; }
 """
-AXPBY = Signature(
-    "cuda_axpby",
-    [
-        Tensor("x", [N], "float32", device="cuda"),
-        Tensor("y", [N], "float32", device="cuda"),
-        Scalar("alpha", "float32"),
-        Tensor("out", [N], "float32", device="cuda", output=True),
-        EnvStream("stream"),
-    ],
-)
+AXPBY = axpby_signature("cuda_axpby", device="cuda")
 AXPBY_CUDA = r"""
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -91,7 +83,7 @@ def recorder(cache: Path) -> tuple[Any, tvmffi.Function]:
 
 
 @pytest.fixture(scope="module")
-def axpby(cache: Path) -> Any:
+def axpby_fn(cache: Path) -> tvmffi.Function:
     try:
         toolchain.compiler("cuda")
     except RuntimeError:
@@ -102,7 +94,12 @@ def axpby(cache: Path) -> Any:
         name="ops_cuda_axpby",
         output_dir=cache,
     )
-    return tvmffi.torch.register_op("tvmffi_cuda::axpby", mod.cuda_axpby)
+    return mod.cuda_axpby
+
+
+@pytest.fixture(scope="module")
+def axpby(axpby_fn: tvmffi.Function) -> Any:
+    return tvmffi.torch.register_op("tvmffi_cuda::axpby", axpby_fn)
 
 
 def _last(last_stream: tvmffi.Function) -> int:
@@ -180,26 +177,16 @@ def test_cuda_errors_eager_and_traced(axpby: Any) -> None:
         f(x, torch.ones(5, device="cuda"))
 
 
-def test_jax_on_gpu(cache: Path) -> None:
+def test_jax_on_gpu(axpby_fn: tvmffi.Function) -> None:
     jax = pytest.importorskip("jax")
     pytest.importorskip("jax_tvm_ffi")
     if not any(d.platform == "gpu" for d in jax.devices()):
         pytest.skip("jax has no GPU backend")
-    try:
-        toolchain.compiler("cuda")
-    except RuntimeError:
-        pytest.skip("nvcc not found")
     import jax.numpy as jnp
 
     import tvmffi.jax
 
-    mod = codegen.build(
-        [(AXPBY, "cuda_axpby_k")],
-        cuda_sources=[AXPBY_CUDA],
-        name="ops_cuda_axpby",
-        output_dir=cache,
-    )
-    op = tvmffi.jax.register_op("tvmffi_cuda.axpby", mod.cuda_axpby)
+    op = tvmffi.jax.register_op("tvmffi_cuda.axpby", axpby_fn)
     x = jnp.arange(300, dtype=jnp.float32)
     out = jax.jit(lambda x, y: op(x, y, alpha=2.0))(x, x)
     assert out.devices().pop().platform == "gpu"

@@ -22,18 +22,11 @@ from tvmffi.codegen import Scalar, Signature, Tensor, Var
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 pytest.importorskip("jax_tvm_ffi")
+from ops_kernels import AXPBY_BODY, N, axpby_signature, cpp_axpby_source  # noqa: E402
+
 import tvmffi.jax  # noqa: E402  (needs jax)
 
-N = Var("n")
-AXPBY = Signature(
-    "jaxpby",
-    [
-        Tensor("x", [N], "float32"),
-        Tensor("y", [N], "float32"),
-        Scalar("alpha", "float32"),
-        Tensor("out", [N], "float32", output=True),
-    ],
-)
+AXPBY = axpby_signature("jaxpby")
 SCALE = Signature(
     "jscale_",
     [Scalar("alpha", "float64"), Tensor("x", [N], "float32", inout=True), Scalar("k", "int32")],
@@ -47,16 +40,6 @@ ROWSUM = Signature(
         Tensor("count", [1], "int64", output=True),
     ],
 )
-CPP_AXPBY = r"""
-#include <tvm/ffi/container/tensor.h>
-void jcpp_axpby(tvm::ffi::TensorView x, tvm::ffi::TensorView y, double alpha,
-                tvm::ffi::TensorView out) {
-  const float* px = static_cast<const float*>(x.data_ptr());
-  const float* py = static_cast<const float*>(y.data_ptr());
-  float* po = static_cast<float*>(out.data_ptr());
-  for (int64_t i = 0; i < x.size(0); ++i) po[i] = static_cast<float>(alpha) * px[i] + py[i];
-}
-"""
 
 
 def _msg(sig: Signature, text: str) -> str:
@@ -70,8 +53,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def axpby(cache: Path) -> Any:
-    body = "for (int64_t i = 0; i < n; ++i) out[i] = alpha * x[i] + y[i];"
-    fn = codegen.inline(AXPBY, body, output_dir=cache)
+    fn = codegen.inline(AXPBY, AXPBY_BODY, output_dir=cache)
     return tvmffi.jax.register_op("tvmffi_test.axpby", fn, AXPBY)
 
 
@@ -102,6 +84,9 @@ def test_jit_returns_the_output(axpby: Any) -> None:
     run = jax.jit(lambda x, y: axpby(x, y, alpha=2.0))
     np.testing.assert_array_equal(np.asarray(run(x, y)), 2 * np.arange(5) + 1)
     np.testing.assert_array_equal(np.asarray(axpby(x, y, alpha=-1.0)), 1 - np.arange(5))  # eager
+    np.testing.assert_array_equal(
+        np.asarray(axpby(x, y, alpha=np.float32(3))), 3 * np.arange(5) + 1
+    )
     # a new shape traces again and runs the same kernel
     z = jnp.linspace(0, 1, 9, dtype=jnp.float32)
     np.testing.assert_allclose(np.asarray(run(z, z)), 3 * np.asarray(z), rtol=1e-6)
@@ -159,8 +144,8 @@ def test_vmap_is_sequential(axpby: Any) -> None:
 
 def test_vmap_refused_when_asked(cache: Path) -> None:
     fn = codegen.inline(
-        Signature("jaxpby_novmap", AXPBY.params),
-        "for (int64_t i = 0; i < n; ++i) out[i] = alpha * x[i] + y[i];",
+        axpby_signature("jaxpby_novmap"),
+        AXPBY_BODY,
         output_dir=cache,
     )
     op = tvmffi.jax.register_op("tvmffi_test.axpby_novmap", fn, vmap_method=None)
@@ -172,11 +157,11 @@ def test_vmap_refused_when_asked(cache: Path) -> None:
 def test_load_inline_function_with_a_signature(cache: Path) -> None:
     mod = tvmffi.cpp.load_inline(
         "ops_jax_cpp_axpby",
-        cpp_sources=CPP_AXPBY,
+        cpp_sources=cpp_axpby_source("jcpp_axpby"),
         functions=["jcpp_axpby"],
         build_directory=str(cache / "cpp"),
     )
-    sig = Signature("jcpp_axpby", AXPBY.params)
+    sig = axpby_signature("jcpp_axpby")
     op = tvmffi.jax.register_op("tvmffi_test.cpp_axpby", mod.jcpp_axpby, sig)
     x, y = jnp.arange(3, dtype=jnp.float32), jnp.ones(3, jnp.float32)
     np.testing.assert_array_equal(

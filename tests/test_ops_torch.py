@@ -21,19 +21,11 @@ from tvmffi import codegen
 from tvmffi.codegen import Scalar, Signature, Tensor, Var
 
 torch = pytest.importorskip("torch")
+from ops_kernels import AXPBY_BODY, N, axpby_signature, cpp_axpby_source  # noqa: E402
+
 import tvmffi.torch  # noqa: E402  (needs torch)
 
-N = Var("n")
-AXPBY = Signature(
-    "axpby",
-    [
-        Tensor("x", [N], "float32"),
-        Tensor("y", [N], "float32"),
-        Scalar("alpha", "float32"),
-        Tensor("out", [N], "float32", output=True),
-    ],
-)
-AXPBY_BODY = "for (int64_t i = 0; i < n; ++i) out[i] = alpha * x[i] + y[i];"
+AXPBY = axpby_signature("axpby")
 SCALE = Signature("scale_", [Tensor("x", [N], "float32", inout=True), Scalar("alpha", "float64")])
 M, K = Var("m"), Var("k", divisibility=2)
 # Outputs first and two of them, a constant dim, a Var bound by a later input.
@@ -51,16 +43,6 @@ for (int64_t i = 0; i < m; ++i) {
   float a = x[i * k], b = x[i * k];
   for (int64_t j = 1; j < k; ++j) { float v = x[i * k + j]; a = v < a ? v : a; b = v > b ? v : b; }
   lo[i] = a + bias; hi[i] = b + bias;
-}
-"""
-CPP_AXPBY = r"""
-#include <tvm/ffi/container/tensor.h>
-void cpp_axpby(tvm::ffi::TensorView x, tvm::ffi::TensorView y, double alpha,
-               tvm::ffi::TensorView out) {
-  const float* px = static_cast<const float*>(x.data_ptr());
-  const float* py = static_cast<const float*>(y.data_ptr());
-  float* po = static_cast<float*>(out.data_ptr());
-  for (int64_t i = 0; i < x.size(0); ++i) po[i] = static_cast<float>(alpha) * px[i] + py[i];
 }
 """
 
@@ -92,11 +74,11 @@ def minmax(cache: Path) -> Any:
 def cpp_axpby(cache: Path) -> tuple[tvmffi.Function, Any]:
     mod = tvmffi.cpp.load_inline(
         "ops_cpp_axpby",
-        cpp_sources=CPP_AXPBY,
+        cpp_sources=cpp_axpby_source("cpp_axpby"),
         functions=["cpp_axpby"],
         build_directory=str(cache / "cpp"),
     )
-    sig = Signature("cpp_axpby", AXPBY.params)
+    sig = axpby_signature("cpp_axpby")
     return mod.cpp_axpby, tvmffi.torch.register_op("tvmffi_test::cpp_axpby", mod.cpp_axpby, sig)
 
 
@@ -176,7 +158,7 @@ def test_load_inline_function_with_a_signature(cpp_axpby: tuple[Any, Any]) -> No
     x, y = torch.arange(3, dtype=torch.float32), torch.full((3,), 0.5)
     torch.testing.assert_close(op(x, y, 2.0), 2 * x + y)
     # fn checks nothing itself: the operator runs the signature's checks first
-    sig = Signature("cpp_axpby", AXPBY.params)
+    sig = axpby_signature("cpp_axpby")
     with pytest.raises(ValueError) as info:
         op(x, torch.ones(4), 2.0)
     assert str(info.value) == _msg(
@@ -330,7 +312,7 @@ def test_opcheck(
 
 
 def test_register_autograd_passes_through(cache: Path) -> None:
-    fn = codegen.inline(Signature("axpby_ad", AXPBY.params), AXPBY_BODY, output_dir=cache)
+    fn = codegen.inline(axpby_signature("axpby_ad"), AXPBY_BODY, output_dir=cache)
     op = tvmffi.torch.register_op("tvmffi_test::axpby_ad", fn)
 
     def setup_context(ctx: Any, inputs: Any, output: Any) -> None:

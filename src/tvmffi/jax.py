@@ -94,6 +94,8 @@ class _Op:
                 + (f"; missing {missing}" if missing else "")
                 + (f"; unexpected {extra}" if extra else "")
             )
+        # NumPy scalars (np.float32(2.0)) count as the Python numbers they hold.
+        scalars = {k: v.item() if isinstance(v, np.generic) else v for k, v in scalars.items()}
         infos = {t.name: _aval_info(a) for t, a in zip(self.inputs, arrays, strict=True)}
         values = self.checker.check(infos, scalars)
         if sig.outputs:
