@@ -328,3 +328,21 @@ def test_register_autograd_passes_through(cache: Path) -> None:
     torch.testing.assert_close(x.grad, torch.full((4,), 3.0))
     torch.testing.assert_close(y.grad, torch.ones(4))
     torch.library.opcheck(op, (torch.randn(3, requires_grad=True), torch.randn(3), 2.0))
+
+
+def test_scalar_only_and_empty_signatures() -> None:
+    seen: list[tuple[Any, ...]] = []
+
+    def record(*args: Any) -> None:
+        seen.append(args)
+
+    fn = tvmffi.convert(record)
+    op = tvmffi.torch.register_op("tvmffi_test::nothing", fn, Signature("nothing", []))
+    assert op() is None
+    op = tvmffi.torch.register_op(
+        "tvmffi_test::flags", fn, Signature("flags", [Scalar("k", "int32"), Scalar("b", "bool")])
+    )
+    assert op(3, True) is None
+    assert seen == [(), (3, True)]
+    with pytest.raises(ValueError, match=re.escape("expects an int32 but got 4294967296")):
+        op(2**32, False)

@@ -165,7 +165,7 @@ class _Plan:
         }
         lines = [f"def impl({args}):"]
         if not checked:
-            lines.append(f"    _check(({args},))")
+            lines.append(f"    _check({_tuple(args)})")
         lines += self._allocations(names, env)
         outs = [f"o{i}" for i in range(len(sig.outputs))]
         it = iter(outs)
@@ -197,15 +197,19 @@ class _Plan:
             lines.append(f"    o{i} = _empty(s{i}, dtype=_dt{i}, device={dev})")
         if not shapes:
             return lines
-        args = ", ".join(names.values())
         guard = [
             "    try:",
             *shapes,
             "    except IndexError:",
-            f"        _check(({args},))",
+            f"        _check({_tuple(', '.join(names.values()))})",
             "        raise",
         ]
         return guard + lines
+
+
+def _tuple(items: str) -> str:
+    """Python source of a tuple of the comma-separated ``items``."""
+    return f"({items},)" if items else "()"
 
 
 def _twin(sig: Signature, out: Tensor) -> Tensor | None:
