@@ -54,14 +54,14 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def axpby(cache: Path) -> Any:
     fn = codegen.inline(AXPBY, AXPBY_BODY, output_dir=cache)
-    return tvmffi.jax.register_op("tvmffi_test.axpby", fn, AXPBY)
+    return tvmffi.jax.register_op("tvmffi_ops_test.axpby", fn, AXPBY)
 
 
 @pytest.fixture(scope="module")
 def scale(cache: Path) -> Any:
     body = "for (int64_t i = 0; i < n; ++i) x[i] = x[i] * alpha + k;"
     return tvmffi.jax.register_op(
-        "tvmffi_test.scale", codegen.inline(SCALE, body, output_dir=cache)
+        "tvmffi_ops_test.scale", codegen.inline(SCALE, body, output_dir=cache)
     )
 
 
@@ -75,7 +75,7 @@ def rowsum(cache: Path) -> Any:
     count[0] = m * n;
     """
     return tvmffi.jax.register_op(
-        "tvmffi_test.rowsum", codegen.inline(ROWSUM, body, output_dir=cache)
+        "tvmffi_ops_test.rowsum", codegen.inline(ROWSUM, body, output_dir=cache)
     )
 
 
@@ -148,7 +148,7 @@ def test_vmap_refused_when_asked(cache: Path) -> None:
         AXPBY_BODY,
         output_dir=cache,
     )
-    op = tvmffi.jax.register_op("tvmffi_test.axpby_novmap", fn, vmap_method=None)
+    op = tvmffi.jax.register_op("tvmffi_ops_test.axpby_novmap", fn, vmap_method=None)
     xs = jnp.ones((2, 3), jnp.float32)
     with pytest.raises(NotImplementedError, match="vmap"):
         jax.vmap(lambda x: op(x, x, alpha=1.0))(xs)
@@ -162,7 +162,7 @@ def test_load_inline_function_with_a_signature(cache: Path) -> None:
         build_directory=str(cache / "cpp"),
     )
     sig = axpby_signature("jcpp_axpby")
-    op = tvmffi.jax.register_op("tvmffi_test.cpp_axpby", mod.jcpp_axpby, sig)
+    op = tvmffi.jax.register_op("tvmffi_ops_test.cpp_axpby", mod.jcpp_axpby, sig)
     x, y = jnp.arange(3, dtype=jnp.float32), jnp.ones(3, jnp.float32)
     np.testing.assert_array_equal(
         np.asarray(jax.jit(lambda x, y: op(x, y, alpha=2.0))(x, y)), [1, 3, 5]
@@ -182,12 +182,12 @@ def test_signatures_the_jax_route_cannot_call() -> None:
         ],
     )
     with pytest.raises(ValueError, match="input tensors are not adjacent"):
-        tvmffi.jax.register_op("tvmffi_test.bad1", fn, split)
+        tvmffi.jax.register_op("tvmffi_ops_test.bad1", fn, split)
     both = Signature(
         "both",
         [Tensor("x", [N], "float32", inout=True), Tensor("out", [N], "float32", output=True)],
     )
     with pytest.raises(ValueError, match="both outputs and inout"):
-        tvmffi.jax.register_op("tvmffi_test.bad2", fn, both)
+        tvmffi.jax.register_op("tvmffi_ops_test.bad2", fn, both)
     with pytest.raises(TypeError, match="needs the signature"):
-        tvmffi.jax.register_op("tvmffi_test.bad3", fn)
+        tvmffi.jax.register_op("tvmffi_ops_test.bad3", fn)
