@@ -96,7 +96,7 @@ def test_lowers_to_one_ffi_call_with_the_scalar_as_attribute(axpby: Any) -> None
     x = jnp.ones(3, jnp.float32)
     text = str(jax.make_jaxpr(lambda x, y: axpby(x, y, alpha=2.5))(x, x))
     assert text.count("ffi_call[") == 1
-    assert "target_name=tvmffi_test.axpby" in text and "('alpha', np.float32(2.5))" in text
+    assert "target_name=tvmffi_ops_test.axpby" in text and "('alpha', np.float32(2.5))" in text
 
 
 def test_shapes_checked_at_trace_time(axpby: Any) -> None:
