@@ -10,8 +10,10 @@ and the direct FFI call with a pre-allocated output, timed interleaved in one
 run. An operator's own cost is its call minus the direct call; the issue asks
 ours to be at most 0.5 of the hand-written one's. JAX: the operator that
 ``tvmffi.jax.register_op`` returns against ``jax.jit`` of a hand-written
-``jax.ffi.ffi_call`` with its ``ShapeDtypeStruct`` (registered through
-jax-tvm-ffi too), called eagerly and inside an enclosing ``jax.jit``.
+``jax.ffi.ffi_call`` with its ``ShapeDtypeStruct`` (the same function registered
+through jax-tvm-ffi by hand; ``alpha`` a static keyword in both), called
+eagerly and inside an enclosing ``jax.jit`` (where both compile to the same
+custom call, so the ratio shows the noise of the ~20 us dispatch).
 """
 
 from __future__ import annotations
@@ -131,34 +133,42 @@ def _jax_env(work: str) -> dict[str, Any]:
     op = tvmffi.jax.register_op("bench_ops.axpby", fn)
     jax_tvm_ffi.register_ffi_target("bench_hand.axpby", fn, ["args", "attrs.alpha", "rets"])
 
-    def hand(x: Any, y: Any) -> Any:
+    def hand(x: Any, y: Any, alpha: float) -> Any:
         out = jax.ShapeDtypeStruct(x.shape, x.dtype)
         return jax.ffi.ffi_call("bench_hand.axpby", out, vmap_method="sequential")(
-            x, y, alpha=np.float32(2.0)
+            x, y, alpha=np.float32(alpha)
         )
 
+    hand_jit = jax.jit(hand, static_argnames="alpha")
     env = {
         "op": op,
-        "hand": jax.jit(hand),
+        "hand": hand_jit,
         "op_in_jit": jax.jit(lambda x, y: op(x, y, alpha=2.0)),
+        "hand_in_jit": jax.jit(lambda x, y: hand(x, y, alpha=2.0)),
         "x": jnp.arange(16, dtype=jnp.float32),
         "y": jnp.ones(16, jnp.float32),
         "block": jax.block_until_ready,
     }
-    for f in ("hand", "op_in_jit"):
-        assert (env[f](env["x"], env["y"]) == 2 * env["x"] + 1).all(), f  # type: ignore[operator]
-    assert (op(env["x"], env["y"], alpha=2.0) == 2 * env["x"] + 1).all()
+    expected = 2 * env["x"] + 1
+    for call in (op, hand_jit):
+        assert (call(env["x"], env["y"], alpha=2.0) == expected).all()
+    for f in ("op_in_jit", "hand_in_jit"):
+        assert (env[f](env["x"], env["y"]) == expected).all(), f  # type: ignore[operator]
     return env
 
 
 def jax_rows(env: dict[str, Any]) -> list[str]:
     """One markdown row per way of calling: ours, hand-written, their ratio."""
     rows = []
-    for name, ours in (
-        ("eager op(x, y, alpha=2.0)", "block(op(x, y, alpha=2.0))"),
-        ("jit(lambda x, y: op(x, y, alpha=2.0))", "block(op_in_jit(x, y))"),
+    for name, ours, hand in (
+        (
+            "eager, alpha a static keyword",
+            "block(op(x, y, alpha=2.0))",
+            "block(hand(x, y, alpha=2.0))",
+        ),
+        ("inside jax.jit", "block(op_in_jit(x, y))", "block(hand_in_jit(x, y))"),
     ):
-        o, h = interleaved([ours, "block(hand(x, y))"], env, number=5000)
+        o, h = interleaved([ours, hand], env, number=5000)
         rows.append(f"| `{name}` | {o:.0f} | {h:.0f} | {o / h:.2f} |")
     return rows
 
