@@ -9,6 +9,8 @@ Kernels are built once per module (two shared cores).
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -346,3 +348,12 @@ def test_scalar_only_and_empty_signatures() -> None:
     assert seen == [(), (3, True)]
     with pytest.raises(ValueError, match=re.escape("expects an int32 but got 4294967296")):
         op(2**32, False)
+
+
+def test_import_tvmffi_imports_no_framework() -> None:
+    code = (
+        "import sys, tvmffi, tvmffi.codegen\n"
+        "print(sorted(m for m in ('torch', 'jax', 'jax_tvm_ffi') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
