@@ -449,8 +449,8 @@ int tvmffi_stream_init(PyObject* module);
  * call owning `temps` (restored when the temporaries are released). */
 int tvmffi_stream_adopt(int32_t device_type, int32_t device_id, void* stream, TempList* temps);
 
-/* ---- library_module.c: the class of a module loaded from a library file ------ */
-int tvmffi_library_module_init(PyObject* module);
+/* ---- library_probe.c: the dynamic loader asked before the runtime loads ------- */
+int tvmffi_library_probe_init(PyObject* module);
 
 /* Python may be finalizing when the runtime releases our last objects (static
  * destructors at exit); Python state must not be touched then. */
