@@ -363,6 +363,12 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
     file_name = os.fspath(path)
     if not isinstance(file_name, str):
         raise TypeError("load_module expects a str path")
+    if file_name in _PINNED:
+        # Mapped under this very name for good: the loader hands the runtime the
+        # mapping checked then, without opening the file again.
+        mod = _load_with_runtime(file_name)
+        _cached_global_func("ffi.ModuleGlobalsAdd")(mod)
+        return mod
     registered = None if keep_module_alive else _registration_count()
     mod = _load_probed(file_name)
     if mod is None:  # the loader would not map it: the checks below name the cause
@@ -373,7 +379,17 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
                 mod = _load_module(source.name, source)
     if keep_module_alive or registered != _registration_count():
         _cached_global_func("ffi.ModuleGlobalsAdd")(mod)
+        _PINNED.add(file_name)
     return mod
+
+
+_PINNED: set[str] = set()
+"""Paths ``load_module`` loaded into the runtime's globals: mapped until the process ends.
+
+The dynamic loader matches a later ``dlopen`` of the same string against the
+mapped library by name, so the file is not opened again: its checks (a regular
+file, a valid embedded module tree) still hold for what the runtime gets.
+"""
 
 
 def _load_probed(file_name: str) -> Module | None:
