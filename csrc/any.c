@@ -159,7 +159,23 @@ static const char* const kProtocols[NUM_PROTOCOLS] = {
     [PROTOCOL_OPAQUE_PTR] = "__tvm_ffi_opaque_ptr__",
 };
 
+/* A ctypes.c_void_p's pointer, read from the buffer ctypes exports for it
+ * (its storage: the pointer itself), not through the `value` property. */
 static int void_p_to_any(PyObject* obj, TVMFFIAny* out) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) == 0) {
+    int whole = view.len == (Py_ssize_t)sizeof(void*);
+    void* p = NULL;
+    if (whole) memcpy(&p, view.buf, sizeof p);
+    PyBuffer_Release(&view);
+    if (whole) {
+      pod_to_any(kTVMFFIOpaquePtr, out);
+      out->v_ptr = p;
+      return 0;
+    }
+  } else {
+    PyErr_Clear();
+  }
   PyObject* value = PyObject_GetAttrString(obj, "value");
   if (value == NULL) return -1;
   void* p = value == Py_None ? NULL : PyLong_AsVoidPtr(value);

@@ -239,6 +239,8 @@ def _kind_of(exc: BaseException) -> str:
 def _format_backtrace(tb: TracebackType | None) -> str:
     # Same line format the runtime and the official binding use, most recent
     # call first, so either binding can rebuild a Python traceback from it.
+    if tb is None:  # an exception never raised (an argument): no frames to read
+        return ""
     frames = traceback.extract_tb(tb)
     return "".join(
         f'  File "{f.filename}", line {f.lineno}, in {f.name}\n' for f in reversed(frames)
