@@ -198,7 +198,9 @@ def sweep_values(env: dict[str, Any], quick: bool, repeats: int, floor: float) -
     echo = Table("Arguments and results: `echo(v)`, release_gil=False", "floor")
     target = 0.002 if quick else 0.005
     for label, o, t in _values(env, quick):
-        nop.add(f"nop({label})", *_pair(f"og_nop({o})", f"tg_nop({t})", env, repeats, target), floor)
+        nop.add(
+            f"nop({label})", *_pair(f"og_nop({o})", f"tg_nop({t})", env, repeats, target), floor
+        )
         echo.add(
             f"echo({label})", *_pair(f"og_echo({o})", f"tg_echo({t})", env, repeats, target), floor
         )
@@ -215,7 +217,11 @@ def sweep_arity(env: dict[str, Any], repeats: int, floor: float) -> Table:
     table = Table("Argument count: `nop(1, ..., 1)`, release_gil=False", "floor")
     for n in (0, 1, 2, 4, 8, 16):
         args = ", ".join(["1"] * n)
-        table.add(f"nop({n} ints)", *_pair(f"og_nop({args})", f"tg_nop({args})", env, repeats, 0.003), floor)
+        table.add(
+            f"nop({n} ints)",
+            *_pair(f"og_nop({args})", f"tg_nop({args})", env, repeats, 0.003),
+            floor,
+        )
     table.add("nop() [GIL released]", *_pair("o_nop()", "t_nop()", env, repeats, 0.003), floor)
     table.add("add_one(1)", *_pair("og_add_one(1)", "tg_add_one(1)", env, repeats, 0.003), floor)
     return table
@@ -283,15 +289,11 @@ def _fresh(binding: Any, i: int) -> Any:
     return binding.convert([[i, f"s{j}", [j]] for j in range(2500)])
 
 
-def _fresh_pair_ns(op: Callable[[Any], Any], make: Callable[[int], Any], repeats: int) -> float:
-    """Min ns of ``op`` on values never seen before (made outside the timing)."""
-    best = float("inf")
-    for r in range(repeats):
-        value = make(r)
-        t0 = time.perf_counter_ns()
-        op(value)
-        best = min(best, time.perf_counter_ns() - t0)
-    return best
+def _fresh_ns(op: Callable[[Any], Any], value: Any) -> float:
+    """ns of one ``op(value)`` (the value made outside the timing)."""
+    t0 = time.perf_counter_ns()
+    op(value)
+    return float(time.perf_counter_ns() - t0)
 
 
 def sweep_structural(repeats: int) -> Table:
@@ -302,11 +304,18 @@ def sweep_structural(repeats: int) -> Table:
     sample = _fresh(tvmffi, 0)
     other = _fresh(tvmffi, 0)
     floors = {
-        "structural_equal": runtime_call_ns("ffi.StructuralEqual", sample, other, False, False, number=20),
+        "structural_equal": runtime_call_ns(
+            "ffi.StructuralEqual", sample, other, False, False, number=20
+        ),
         "structural_hash": runtime_call_ns("ffi.StructuralHash", sample, False, False, number=20),
         "to_json_graph_str": runtime_call_ns("ffi.ToJSONGraphString", sample, None, number=20),
     }
-    ops: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[int], Any], Callable[[int], Any]]] = {
+    ops: dict[
+        str,
+        tuple[
+            Callable[[Any], Any], Callable[[Any], Any], Callable[[int], Any], Callable[[int], Any]
+        ],
+    ] = {
         "structural_equal": (
             lambda p: tvmffi.structural_equal(*p),
             lambda p: tvm_ffi.structural_equal(*p),
@@ -328,9 +337,9 @@ def sweep_structural(repeats: int) -> Table:
     }
     for name, (o_op, t_op, o_make, t_make) in ops.items():
         ours = official = float("inf")
-        for r in range(repeats):  # interleaved, one fresh value each
-            ours = min(ours, _fresh_pair_ns(o_op, lambda i, r=r: o_make(r * 100 + i), 1))
-            official = min(official, _fresh_pair_ns(t_op, lambda i, r=r: t_make(r * 100 + i), 1))
+        for r in range(repeats):  # interleaved, a value never seen before each time
+            ours = min(ours, _fresh_ns(o_op, o_make(r)))
+            official = min(official, _fresh_ns(t_op, t_make(r)))
         table.add(f"{name}(fresh 10k nodes)", ours, official, floors[name])
     return table
 
@@ -413,11 +422,21 @@ def sweep_peers(env: dict[str, Any], repeats: int, floor: float, quick: bool) ->
     if nb is not None:
         env["nb"] = nb
         table.add("nop() vs nanobind", *_pair("og_nop()", "nb.nop()", env, repeats, 0.003), floor)
-        table.add("add_one(1) vs nanobind", *_pair("og_add_one(1)", "nb.add_one(1)", env, repeats, 0.003), floor)
+        table.add(
+            "add_one(1) vs nanobind",
+            *_pair("og_add_one(1)", "nb.add_one(1)", env, repeats, 0.003),
+            floor,
+        )
     if tx is not None:
         env["tx"] = tx
-        table.add("nop() vs torch extension", *_pair("og_nop()", "tx.nop()", env, repeats, 0.003), floor)
-        table.add("add_one(1) vs torch extension", *_pair("og_add_one(1)", "tx.add_one(1)", env, repeats, 0.003), floor)
+        table.add(
+            "nop() vs torch extension", *_pair("og_nop()", "tx.nop()", env, repeats, 0.003), floor
+        )
+        table.add(
+            "add_one(1) vs torch extension",
+            *_pair("og_add_one(1)", "tx.add_one(1)", env, repeats, 0.003),
+            floor,
+        )
         table.add(
             "nop(3 torch tensors) vs torch extension",
             *_pair("og_nop(ta, tb, tc)", "tx.three(ta, tb, tc)", env, repeats, 0.003),

@@ -366,11 +366,12 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
     if file_name in _PINNED:
         # Mapped under this very name for good: the loader hands the runtime the
         # mapping checked then, without opening the file again.
-        mod = _load_with_runtime(file_name)
-        _cached_global_func("ffi.ModuleGlobalsAdd")(mod)
-        return mod
+        pinned = _load_with_runtime(file_name)
+        if keep_module_alive:
+            _cached_global_func("ffi.ModuleGlobalsAdd")(pinned)
+        return pinned
     registered = None if keep_module_alive else _registration_count()
-    mod = _load_probed(file_name)
+    mod: Module | None = _load_probed(file_name)
     if mod is None:  # the loader would not map it: the checks below name the cause
         if os.sep not in file_name:
             mod = _load_with_runtime(file_name)  # the runtime reports the search's failure
