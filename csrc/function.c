@@ -148,15 +148,10 @@ static inline int pack_scalar(PyObject* obj, TVMFFIAny* out) {
   PyTypeObject* tp = Py_TYPE(obj);
   out->zero_padding = 0;
   if (tp == &PyLong_Type) {
-#if PY_VERSION_HEX >= 0x030C0000
-    if (!PyUnstable_Long_IsCompact((PyLongObject*)obj)) return 0;
-    out->v_int64 = (int64_t)PyUnstable_Long_CompactValue((PyLongObject*)obj);
-#else
-    Py_ssize_t size = Py_SIZE(obj);
-    if (size < -1 || size > 1) return 0;
-    out->v_int64 = size * (int64_t)((PyLongObject*)obj)->ob_digit[0];
-#endif
+    long long v;
+    if (!tvmffi_compact_int(obj, &v)) return 0;
     out->type_index = kTVMFFIInt;
+    out->v_int64 = v;
     return 1;
   }
   if (tp == &PyFloat_Type) {
