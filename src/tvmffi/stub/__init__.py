@@ -46,7 +46,7 @@ def _import_as_tvmffi(
     name: str,
     globals: Mapping[str, object] | None = None,
     locals: Mapping[str, object] | None = None,
-    fromlist: Sequence[str] = (),
+    fromlist: Sequence[str] | None = (),
     level: int = 0,
 ) -> ModuleType:
     """``__import__`` for the official files: absolute ``tvm_ffi[.X]`` means ``tvmffi[.X]``."""
