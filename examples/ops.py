@@ -86,10 +86,14 @@ def jstep(x: jax.Array, y: jax.Array) -> jax.Array:
     return axpby_jax(x, y, alpha=2.0)
 
 
-result = jstep(jnp.arange(4, dtype=jnp.float32), jnp.ones(4, jnp.float32))
+# The kernels were built for the CPU (the signature's device): give them CPU arrays,
+# also where JAX's default device is a GPU.
+cpu = jax.devices("cpu")[0]
+xs = jax.device_put(jnp.arange(4, dtype=jnp.float32), cpu)
+result = jstep(xs, jax.device_put(jnp.ones(4, jnp.float32), cpu))
 print("jax.jit: ", result)
 np.testing.assert_allclose(np.asarray(result), step(x, torch.ones(4)).numpy())
 try:
-    jax.jit(lambda x: axpby_jax(x, x[:2], alpha=1.0))(jnp.ones(4, jnp.float32))
+    jax.jit(lambda x: axpby_jax(x, x[:2], alpha=1.0))(xs)
 except ValueError as err:
     print("trace-time error:", err)

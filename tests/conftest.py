@@ -213,3 +213,13 @@ def unique_name(request: pytest.FixtureRequest) -> Iterator[str]:
     remove = tvmffi.get_global_func("ffi.FunctionRemoveGlobal", allow_missing=True)
     if remove is not None:
         remove(name)
+
+
+@pytest.fixture
+def jax_on_cpu() -> Iterator[None]:
+    """Run JAX on the CPU: tests that register CPU-only FFI targets use it, since on a
+    machine with a GPU backend JAX would otherwise place arrays (and the custom call) there."""
+    import jax
+
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield

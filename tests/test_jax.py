@@ -17,6 +17,7 @@ from tvmffi.codegen import Signature, Tensor, Var
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 jax_tvm_ffi = pytest.importorskip("jax_tvm_ffi")
+pytestmark = pytest.mark.usefixtures("jax_on_cpu")  # CPU targets, also beside a GPU
 tvm_ffi = pytest.importorskip("tvm_ffi")
 
 

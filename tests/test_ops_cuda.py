@@ -188,6 +188,12 @@ def test_jax_on_gpu(axpby_fn: tvmffi.Function) -> None:
 
     op = tvmffi.jax.register_op("tvmffi_cuda.axpby", axpby_fn)
     x = jnp.arange(300, dtype=jnp.float32)
-    out = jax.jit(lambda x, y: op(x, y, alpha=2.0))(x, x)
+    # jax-tvm-ffi sets XLA's stream as the environment stream of the thread that runs
+    # the handler and leaves it there; an explicit stream scope restores it after.
+    cuda0 = tvmffi.device("cuda:0")
+    with tvmffi.use_stream(cuda0, 0):
+        out = jax.jit(lambda x, y: op(x, y, alpha=2.0))(x, x)
+        out.block_until_ready()
+    assert tvmffi.get_raw_stream(cuda0) == 0
     assert out.devices().pop().platform == "gpu"
     assert jnp.allclose(out, 3 * x)

@@ -22,6 +22,7 @@ from tvmffi.codegen import Scalar, Signature, Tensor, Var
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 pytest.importorskip("jax_tvm_ffi")
+pytestmark = pytest.mark.usefixtures("jax_on_cpu")  # CPU targets, also beside a GPU
 from ops_kernels import AXPBY_BODY, N, axpby_signature, cpp_axpby_source  # noqa: E402
 
 import tvmffi.jax  # noqa: E402  (needs jax)
