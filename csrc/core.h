@@ -7,6 +7,7 @@
  *   strbytes.c  str / bytes / big-int payloads (small and heap forms)
  *   object.c    Object base type, handle ownership, type-index -> class table
  *   function.c  Function type and its vectorcall call path
+ *   function_doc.c  a Function's __name__/__qualname__/__doc__/__signature__, lazily
  *   callback.c  Python callables exposed as FFI functions
  *   error.c     FFI errors <-> Python exceptions
  *   device.c    Device value type
@@ -271,6 +272,12 @@ typedef struct {
   int builtin_flags; /* BUILTIN_*: what a runtime builtin's calls need beyond a call */
   PyObject* dict; /* instance attributes (official Function has __dict__); NULL until used */
 } TVMFFIPyFunction;
+/* function_doc.c: __name__, __qualname__, __doc__ and __signature__ of a
+ * Function, computed on first read from its schema (closure: the name). */
+PyObject* tvmffi_function_doc_get(PyObject* op, void* closure);
+int tvmffi_function_doc_set(PyObject* op, PyObject* value, void* closure);
+#define TVMFFI_FUNCTION_DOC_GETSET(name, doc) \
+  {name, tvmffi_function_doc_get, tvmffi_function_doc_set, doc, (void*)name}
 /* A runtime builtin that makes functors over shared state (an iterator, the
  * registry's name list): the Functions it returns keep the GIL too. */
 #define BUILTIN_FUNCTOR_KEEPS_GIL 1

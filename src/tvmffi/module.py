@@ -23,7 +23,7 @@ from enum import IntEnum
 from os import PathLike
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from . import _core
+from . import _core, _function_doc
 from ._core import Function, Object
 from .function import _cached_global_func
 from .object import _decode_type_schema, _json_object, register_object
@@ -143,6 +143,7 @@ class Module(Object):
             func = _cached_global_func("ffi.ModuleGetFunction")(self, name, False)
             if func is not None:
                 cache[name] = func
+                _function_doc.note_module_functions(self, [(name, func)])
             return func
         found: Function | None = _cached_global_func("ffi.ModuleGetFunction")(self, name, True)
         return found
@@ -351,6 +352,7 @@ def _with_function_attributes(mod: Module, symbols: list[str] | None) -> Module:
         func = get_function(mod, name, False)
         if func is not None:
             funcs[name] = func
+    _function_doc.note_module_functions(mod, funcs.items())
     taken = _class_names(_LibraryModule)
     # Interned, as setattr would: the specialized load compares keys by identity.
     attrs = {sys.intern(name): func for name, func in funcs.items() if name not in taken}

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from . import _core
+from . import _core, _function_doc
 from ._core import Object
 from .function import _cached_global_func
 
@@ -378,6 +378,9 @@ def _type_info_by_index(index: int) -> TypeInfo:
         MethodInfo(name=m[0], doc=m[1], metadata=_parse_json(m[2]), flags=m[3], func=m[4])
         for m in raw_methods
     )
+    for m in methods:
+        if isinstance(m.func, _core.Function):
+            _function_doc.note_method(m.func, key, m.name, m.doc, m.metadata, m.is_static)
     info = TypeInfo(tindex, key, tuple(anc), fields, methods, doc, total_size)
     _TYPE_INFO_CACHE[index] = info
     return info

@@ -33,6 +33,11 @@ __all__ = ["build", "build_inline", "load", "load_inline"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HEADERS = (
+    # Exported functions carry their type schema (__tvm_ffi__metadata_<name>):
+    # tvmffi builds each Function's __signature__ and __doc__ from it.
+    "#ifndef TVM_FFI_DLL_EXPORT_INCLUDE_METADATA",
+    "#define TVM_FFI_DLL_EXPORT_INCLUDE_METADATA 1",
+    "#endif",
     "#include <tvm/ffi/container/tensor.h>",
     "#include <tvm/ffi/dtype.h>",
     "#include <tvm/ffi/error.h>",
