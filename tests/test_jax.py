@@ -14,10 +14,15 @@ import tvmffi
 from tvmffi import codegen
 from tvmffi.codegen import Signature, Tensor, Var
 
-jax = pytest.importorskip("jax")
-jnp = pytest.importorskip("jax.numpy")
-jax_tvm_ffi = pytest.importorskip("jax_tvm_ffi")
-tvm_ffi = pytest.importorskip("tvm_ffi")
+import tvm_ffi
+
+try:
+    import jax
+    import jax.numpy as jnp
+    import jax_tvm_ffi
+except ImportError:  # each test is reported skipped, with the reason
+    jax = jnp = jax_tvm_ffi = None
+pytestmark = pytest.mark.skipif(jax is None, reason="needs jax and jax-tvm-ffi (the test extra)")
 
 
 @pytest.fixture(scope="module")
