@@ -272,12 +272,9 @@ typedef struct {
   int builtin_flags; /* BUILTIN_*: what a runtime builtin's calls need beyond a call */
   PyObject* dict; /* instance attributes (official Function has __dict__); NULL until used */
 } TVMFFIPyFunction;
-/* function_doc.c: __name__, __qualname__, __doc__ and __signature__ of a
- * Function, computed on first read from its schema (closure: the name). */
-PyObject* tvmffi_function_doc_get(PyObject* op, void* closure);
-int tvmffi_function_doc_set(PyObject* op, PyObject* value, void* closure);
-#define TVMFFI_FUNCTION_DOC_GETSET(name, doc) \
-  {name, tvmffi_function_doc_get, tvmffi_function_doc_set, doc, (void*)name}
+/* function_doc.c: installs __name__, __qualname__, __doc__ and __signature__
+ * on the Function type, computed on first read from a function's schema. */
+int tvmffi_function_doc_init(PyObject* module);
 /* A runtime builtin that makes functors over shared state (an iterator, the
  * registry's name list): the Functions it returns keep the GIL too. */
 #define BUILTIN_FUNCTOR_KEEPS_GIL 1

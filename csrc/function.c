@@ -302,10 +302,6 @@ static PyGetSetDef function_getset[] = {
     {"release_gil", get_release_gil, set_release_gil,
      "Whether calls release the GIL while the FFI function runs (default True).", NULL},
     {"__dict__", function_get_dict, function_set_dict, "Instance attributes.", NULL},
-    TVMFFI_FUNCTION_DOC_GETSET("__name__", "The function's name, when known."),
-    TVMFFI_FUNCTION_DOC_GETSET("__qualname__", "The function's qualified name, when known."),
-    TVMFFI_FUNCTION_DOC_GETSET("__doc__", "The function's doc and signature, when known."),
-    TVMFFI_FUNCTION_DOC_GETSET("__signature__", "inspect.Signature from the type schema."),
     {NULL, NULL, NULL, NULL, NULL},
 };
 

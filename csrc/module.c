@@ -82,6 +82,7 @@ PyMODINIT_FUNC PyInit__core(void) {
   PyObject* m = PyModule_Create(&core_module);
   if (m == NULL) return NULL;
   if (tvmffi_object_init_types(m) < 0 || tvmffi_function_init_types(m) < 0 ||
+      tvmffi_function_doc_init(m) < 0 ||
       tvmffi_device_init_types(m) < 0 || tvmffi_dtype_init_types(m) < 0 ||
       tvmffi_reflection_init(m) < 0 || tvmffi_graph_guard_init(m) < 0 ||
       tvmffi_graph_entry_init(m) < 0 || tvmffi_any_init(m) < 0 ||

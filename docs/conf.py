@@ -35,8 +35,9 @@ napoleon_numpy_docstring = True
 # Names the docstrings mention that autodoc cannot resolve to a page of this site
 # (the official binding, NumPy, torch) are not errors.
 nitpicky = False
-suppress_warnings = ["myst.xref_missing"]
+suppress_warnings = ["myst.xref_missing", "ref.python"]
 
+highlight_language = "text"
 html_theme = "alabaster"
 html_title = f"tvmffi {release}"
 html_theme_options = {"description": "A fast, drop-in Python binding of the TVM FFI C ABI"}

@@ -123,3 +123,10 @@ def test_module_function_notes_do_not_keep_functions_alive() -> None:
     gc.collect()
     assert ref() is None
     assert key not in _function_doc._MODULE_FUNCS
+
+
+def test_class_level_reads_keep_the_type_answers() -> None:
+    assert tvmffi.Function.__signature__ is None  # a getset would return itself here
+    assert tvmffi.Function.__doc__.startswith("A TVM FFI function")
+    assert tvmffi.Function.__name__ == "Function"
+    assert "class Function" in pydoc.render_doc(tvmffi.Function)
