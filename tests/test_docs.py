@@ -1,4 +1,4 @@
-"""Every ```python block of the documentation runs.
+"""Every ```python block of the documentation (and of README.md) runs.
 
 The blocks of one page run in order, in one namespace, in a fresh interpreter
 whose working directory is a temporary directory, so they cannot rot. A page
@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
+PAGES = [ROOT / "README.md"] + sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 IMPORT = re.compile(r"^\s*(?:import|from)\s+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
@@ -32,7 +32,7 @@ def test_docs_have_pages_with_code() -> None:
     assert sum(len(python_blocks(p.read_text())) for p in PAGES) >= 10
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS)) for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_page_code_runs(page: Path, tmp_path: Path) -> None:
     blocks = python_blocks(page.read_text())
     if not blocks:
