@@ -11,7 +11,7 @@ import tvmffi
 
 project = "tvmffi"
 author = "The tvmffi authors"
-copyright = "2026, The tvmffi authors"  # noqa: A001
+copyright = "2026, The tvmffi authors"
 release = tvmffi.__version__
 version = release
 

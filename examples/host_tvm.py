@@ -26,7 +26,8 @@ from tvm import te  # noqa: E402
 n = te.var("n")
 a = te.placeholder((n,), name="a", dtype="float32")
 b = te.compute((n,), lambda i: a[i] + 1.0, name="b")
-add_one = tvm.compile(te.create_prim_func([a, b]).with_attr("global_symbol", "add_one"), target="llvm")["add_one"]
+prim_func = te.create_prim_func([a, b]).with_attr("global_symbol", "add_one")
+add_one = tvm.compile(prim_func, target="llvm")["add_one"]
 
 x = np.arange(4, dtype=np.float32)
 y = np.zeros(4, dtype=np.float32)

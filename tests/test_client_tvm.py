@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tvm_ffi
 
 import tvmffi
-
-import tvm_ffi  # noqa: E402
 
 try:
     import tvm

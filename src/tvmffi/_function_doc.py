@@ -183,14 +183,19 @@ def _param_names(meta: dict[str, Any], count: int) -> list[str]:
         names = [
             p["name"]
             for p in params
-            if isinstance(p, dict) and p.get("kind") != "env_stream" and isinstance(p.get("name"), str)
+            if isinstance(p, dict)
+            and p.get("kind") != "env_stream"
+            and isinstance(p.get("name"), str)
         ]
         if len(names) == count and all(n.isidentifier() for n in names):
             return names
     arg_names = meta.get("arg_names")
-    if isinstance(arg_names, list) and len(arg_names) == count:
-        if all(isinstance(n, str) and n.isidentifier() for n in arg_names):
-            return list(arg_names)
+    if (
+        isinstance(arg_names, list)
+        and len(arg_names) == count
+        and all(isinstance(n, str) and n.isidentifier() for n in arg_names)
+    ):
+        return list(arg_names)
     return [f"arg{i}" for i in range(count)]
 
 

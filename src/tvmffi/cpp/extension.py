@@ -493,7 +493,9 @@ def load(
     ----------
     name : str
         The library's name.
-    sources, cpp_files, cuda_files, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths, build_directory, backend
+    sources, cpp_files, cuda_files, extra_cflags, extra_cuda_cflags, extra_ldflags
+        As for :func:`build`.
+    extra_include_paths, build_directory, backend
         As for :func:`build`.
     keep_module_alive : bool
         Keep the library loaded for the rest of the process (the default).
