@@ -79,6 +79,7 @@ static int register_env_symbols(void) {
 }
 
 PyMODINIT_FUNC PyInit__core(void) {
+  tvmffi_type_docs_apply();
   PyObject* m = PyModule_Create(&core_module);
   if (m == NULL) return NULL;
   if (tvmffi_object_init_types(m) < 0 || tvmffi_function_init_types(m) < 0 ||

@@ -16,6 +16,9 @@ MODULES = [
     "tvmffi.module",
     "tvmffi.cpp.extension",
     "tvmffi.codegen._library",
+    "tvmffi.container",
+    "tvmffi._convert",
+    "tvmffi.device",
 ]
 
 
@@ -46,3 +49,20 @@ def test_most_used_names_document_parameters_returns_and_examples(obj: object) -
     for section in ("Parameters", "Returns", "Examples"):
         assert f"\n{section}\n---" in doc, section
     assert ">>>" in doc
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [tvmffi.Function, tvmffi.Object, tvmffi.Device, tvmffi.dtype, tvmffi.Tensor],
+    ids=lambda c: c.__name__,
+)
+def test_type_docstrings_document_and_their_examples_run(cls: type) -> None:
+    doc = inspect.getdoc(cls) or ""
+    assert "\nExamples\n---" in doc and len(doc) > 500
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    tests = finder.find(cls, cls.__name__, globs={})
+    assert tests and tests[0].examples
+    for test in tests:
+        runner.run(test)
+    assert runner.failures == 0
