@@ -19,6 +19,7 @@ MODULES = [
     "tvmffi.container",
     "tvmffi._convert",
     "tvmffi.device",
+    "tvmffi.stream",
 ]
 
 
