@@ -47,3 +47,17 @@ def test_page_code_runs(page: Path, tmp_path: Path) -> None:
         [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, f"{page.name}:\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_site_builds_without_warnings(tmp_path: Path) -> None:
+    if any(importlib.util.find_spec(m) is None for m in ("sphinx", "myst_parser")):
+        pytest.skip("needs sphinx and myst-parser (the docs extra)")
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+         str(DOCS), str(tmp_path / "html")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "html" / "api" / "functions.html").exists()
