@@ -41,8 +41,13 @@ def test_container_parameter_renders_its_schema() -> None:
 def test_function_without_schema_keeps_the_old_answers() -> None:
     g = tvmffi.convert_func(lambda x: x)
     assert g.__signature__ is None
-    with pytest.raises(ValueError):
-        inspect.signature(g)
+    # inspect then falls back as for any callable object: CPython < 3.13 raises,
+    # 3.13 reports the generic signature of the type's __call__.
+    try:
+        generic = str(inspect.signature(g))
+    except ValueError:
+        generic = None
+    assert generic in (None, "(*args, **kwargs)")
     with pytest.raises(AttributeError):
         _ = g.__name__
     assert g.__doc__ == tvmffi.Function.__doc__
