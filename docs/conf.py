@@ -32,6 +32,8 @@ autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "undoc-members": False}
 napoleon_google_docstring = True
 napoleon_numpy_docstring = True
+# "Attributes" sections as fields: autodoc documents the attributes themselves too.
+napoleon_use_ivar = True
 # Names the docstrings mention that autodoc cannot resolve to a page of this site
 # (the official binding, NumPy, torch) are not errors.
 nitpicky = False

@@ -239,6 +239,8 @@ def _kind_of(exc: BaseException) -> str:
 def _format_backtrace(tb: TracebackType | None) -> str:
     # Same line format the runtime and the official binding use, most recent
     # call first, so either binding can rebuild a Python traceback from it.
+    if tb is None:  # an exception never raised (an argument): no frames to read
+        return ""
     frames = traceback.extract_tb(tb)
     return "".join(
         f'  File "{f.filename}", line {f.lineno}, in {f.name}\n' for f in reversed(frames)
@@ -279,7 +281,8 @@ def _convert_to_ffi_error(exc: BaseException) -> ErrorObject:
         return ffi_error
     keyerror = isinstance(exc, builtins.KeyError) and len(exc.args) == 1
     message = str(exc.args[0]) if keyerror else str(exc)
-    return ErrorObject(_kind_of(exc), message, py_backtrace)
+    made: ErrorObject = _core._error_new(_kind_of(exc), message, py_backtrace)
+    return made
 
 
 _core.set_error_hooks(_from_ffi, _to_ffi)
