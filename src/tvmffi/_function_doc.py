@@ -25,7 +25,6 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from . import _core
 from .type_schema import TypeSchema
 
 __all__ = ["describe", "note_method", "note_module_functions"]
@@ -51,14 +50,15 @@ class _Origin:
         self.qualname = qualname
         self.doc = doc
         self.metadata = metadata
-        self.module = module  # a Module wrapper to ask for doc and metadata, or None
+        self.module = module  # an Array holding the module to ask, or None
         self.self_param = self_param
 
     def fetch(self) -> tuple[str | None, dict[str, Any]]:
         """The doc text and metadata, asking the module when there is one."""
         if self.module is not None:
-            doc = self.module.get_function_doc(self.name)
-            meta = self.module.get_function_metadata(self.name) or {}
+            module = self.module[0]  # a fresh wrapper of the module
+            doc = module.get_function_doc(self.name)
+            meta = module.get_function_metadata(self.name) or {}
             return doc, meta
         return self.doc, self.metadata or {}
 
@@ -86,10 +86,13 @@ def note_method(
 def note_module_functions(module: Any, funcs: Iterable[tuple[str, Any]]) -> None:
     """Remember that each ``(name, func)`` is module ``module``'s function ``name``.
 
-    ``module`` is kept through a fresh wrapper of its handle, whose instance
-    dict holds no functions, so no reference cycle forms through them.
+    ``module`` is kept by a runtime ``Array`` holding it, not by its Python
+    wrapper, whose lookup cache holds the functions: no reference cycle forms
+    through them, and the Array goes when the last noted function does.
     """
-    holder = _core._rewrap(module, type(module))
+    from .container import Array
+
+    holder = Array([module])
     for name, func in funcs:
         key = id(func)
 
