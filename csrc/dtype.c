@@ -374,9 +374,7 @@ PyTypeObject TVMFFIDataTypeType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.dtype",
     .tp_basicsize = sizeof(TVMFFIPyDataType),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "dtype(content): a data type; a str (the text as given) that also carries its "
-              "DLPack (type_code, bits, lanes). From a string ('float32', 'int8x4', 'bf16'), a "
-              "NumPy, ml_dtypes or torch dtype, or a dtype.",
+    /* .tp_doc: set by type_docs.c */
     .tp_base = &PyUnicode_Type,
     .tp_new = dtype_new,
     .tp_repr = dtype_repr,

@@ -376,7 +376,7 @@ PyTypeObject TVMFFIFunctionType = {
     .tp_setattro = function_setattro,
     .tp_dictoffset = offsetof(TVMFFIPyFunction, dict),
     .tp_free = PyObject_GC_Del,
-    .tp_doc = "A TVM FFI function. Call it like any Python callable.",
+    /* .tp_doc: set by type_docs.c */
     .tp_base = &TVMFFIObjectType,
     .tp_new = function_new,
     .tp_call = PyVectorcall_Call,

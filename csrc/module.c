@@ -79,9 +79,11 @@ static int register_env_symbols(void) {
 }
 
 PyMODINIT_FUNC PyInit__core(void) {
+  tvmffi_type_docs_apply();
   PyObject* m = PyModule_Create(&core_module);
   if (m == NULL) return NULL;
   if (tvmffi_object_init_types(m) < 0 || tvmffi_function_init_types(m) < 0 ||
+      tvmffi_function_doc_init(m) < 0 ||
       tvmffi_device_init_types(m) < 0 || tvmffi_dtype_init_types(m) < 0 ||
       tvmffi_reflection_init(m) < 0 || tvmffi_graph_guard_init(m) < 0 ||
       tvmffi_graph_entry_init(m) < 0 || tvmffi_any_init(m) < 0 ||

@@ -529,7 +529,7 @@ PyTypeObject TVMFFIObjectType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.Object",
     .tp_basicsize = sizeof(TVMFFIPyObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Base class of every TVM FFI object; owns one reference to its handle.",
+    /* .tp_doc: set by type_docs.c */
     .tp_dealloc = object_dealloc,
     .tp_new = object_new,
     .tp_hash = object_hash,

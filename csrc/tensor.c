@@ -293,8 +293,7 @@ PyTypeObject TVMFFITensorType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.Tensor",
     .tp_basicsize = sizeof(TVMFFIPyObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Tensor(obj): the runtime's reference-counted tensor, zero-copy from any DLPack "
-              "producer (same as tvmffi.from_dlpack(obj)).",
+    /* .tp_doc: set by type_docs.c */
     .tp_base = &TVMFFIObjectType,
     .tp_new = tensor_new,
     .tp_repr = tensor_repr,

@@ -14,7 +14,10 @@ import tvmffi
 from tvmffi import codegen
 from tvmffi.codegen import Scalar, Signature, Tensor, Var
 
-pytest.importorskip("tvm_ffi_orcjit")  # the `test` extra installs apache-tvm-ffi-orcjit
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("tvm_ffi_orcjit") is None,
+    reason="needs apache-tvm-ffi-orcjit (the test extra)",
+)
 
 KERNEL = (
     "#include <stdint.h>\n"

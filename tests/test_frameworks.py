@@ -20,7 +20,11 @@ import pytest
 import tvmffi
 import tvmffi.testing as T
 
-torch = pytest.importorskip("torch")
+try:
+    import torch
+except ImportError:  # each test is reported skipped, with the reason
+    torch = None
+pytestmark = pytest.mark.skipif(torch is None, reason="needs torch (the test extra)")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "module_fixtures"))
 import build as fixture_build  # noqa: E402

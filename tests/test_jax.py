@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tvm_ffi
 
 import tvmffi
 from tvmffi import codegen
 from tvmffi.codegen import Signature, Tensor, Var
 
-jax = pytest.importorskip("jax")
-jnp = pytest.importorskip("jax.numpy")
-jax_tvm_ffi = pytest.importorskip("jax_tvm_ffi")
-pytestmark = pytest.mark.usefixtures("jax_on_cpu")  # CPU targets, also beside a GPU
-tvm_ffi = pytest.importorskip("tvm_ffi")
+try:
+    import jax
+    import jax.numpy as jnp
+    import jax_tvm_ffi
+except ImportError:  # each test is reported skipped, with the reason
+    jax = jnp = jax_tvm_ffi = None
+pytestmark = [
+    pytest.mark.skipif(jax is None, reason="needs jax and jax-tvm-ffi (the test extra)"),
+    pytest.mark.usefixtures("jax_on_cpu"),  # CPU targets, also beside a GPU
+]
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tvm_ffi
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tvmffi
 from tvmffi._core import object_use_count
-
-tvm_ffi = pytest.importorskip("tvm_ffi")
 
 echo = tvmffi.get_global_func("testing.echo")
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import pytest
+import tvm_ffi
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tvmffi
 import tvmffi.testing as testing
 
-tvm_ffi = pytest.importorskip("tvm_ffi")
 official_echo = tvm_ffi.get_global_func("testing.echo")
 echo = testing.echo
 

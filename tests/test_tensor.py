@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import importlib
 import os
 import sys
 import weakref
@@ -11,15 +12,26 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tvm_ffi  # the apache-tvm-ffi dependency: always installed
 
 import tvmffi
 import tvmffi.testing as T
 
-torch = pytest.importorskip("torch")
-ml_dtypes = pytest.importorskip("ml_dtypes")
-tvm_ffi = pytest.importorskip("tvm_ffi")
 
-HAS_CUDA = torch.cuda.is_available()
+def _optional(name: str) -> Any:
+    """Module ``name``, or None: tests that need it are marked to skip, the rest run."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+torch = _optional("torch")
+ml_dtypes = _optional("ml_dtypes")
+needs_torch = pytest.mark.skipif(torch is None, reason="needs torch (the test extra)")
+needs_ml_dtypes = pytest.mark.skipif(ml_dtypes is None, reason="needs ml_dtypes (the test extra)")
+
+HAS_CUDA = torch is not None and torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
 
 
@@ -70,6 +82,7 @@ def test_tensor_official_methods() -> None:
     assert (v.numel(), v.size(-1), v.is_contiguous(), v.data_ptr()) == (120, 6, True, a.ctypes.data)
 
 
+@needs_torch
 def test_shared_memory_both_ways() -> None:
     a = np.zeros((2, 3), dtype="int32")
     t = tvmffi.from_dlpack(a)
@@ -97,6 +110,7 @@ def test_function_results_are_tensors() -> None:
     assert T.echo(t).same_as(t)
 
 
+@needs_torch
 def test_torch_round_trip() -> None:
     x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     # torch in, torch out (official behaviour): the tensor handed back is x itself
@@ -211,6 +225,7 @@ TORCH_DTYPES = [
 ]  # fmt: skip
 
 
+@needs_torch
 @pytest.mark.parametrize(("torch_name", "ffi_name"), TORCH_DTYPES)
 def test_torch_dtype_round_trip(torch_name: str, ffi_name: str) -> None:
     tdtype = getattr(torch, torch_name)
@@ -226,6 +241,8 @@ def test_torch_dtype_round_trip(torch_name: str, ffi_name: str) -> None:
     assert y.dtype == tdtype and y.data_ptr() == x.data_ptr() and y.shape == x.shape
 
 
+@needs_ml_dtypes
+@needs_torch
 @pytest.mark.parametrize(
     "name",
     ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
@@ -245,12 +262,14 @@ def test_ml_dtypes_arrays(name: str) -> None:
         assert y.dtype == tdtype and y.data_ptr() == a.ctypes.data
 
 
+@needs_ml_dtypes
 def test_padded_subbyte_numpy_dtype_rejected() -> None:
     a = np.zeros(4, dtype=ml_dtypes.int4)
     with pytest.raises(ValueError, match=r"argument 0: .*sub-byte"):
         T.echo(a)
 
 
+@needs_torch
 def test_dtype_object_mapping() -> None:
     assert tvmffi.dtype(torch.float8_e4m3fn) == "float8_e4m3fn"
     assert tvmffi.dtype(torch.bfloat16).type_code == 4
@@ -271,6 +290,7 @@ def test_dtype_object_mapping() -> None:
 
 
 # ---- layouts ------------------------------------------------------------------------
+@needs_torch
 def test_non_contiguous() -> None:
     a = np.arange(24, dtype="float64").reshape(4, 6)
     v = a[1:, ::2]
@@ -288,6 +308,7 @@ def test_non_contiguous() -> None:
     assert ft.strides == (1, 4)
 
 
+@needs_torch
 def test_zero_size_and_zero_dim() -> None:
     z = np.zeros((0, 3), dtype="int8")
     r = T.echo(z)
@@ -379,6 +400,7 @@ def test_padded_subbyte_flag_rejected() -> None:
     assert ref() is None
 
 
+@needs_torch
 def test_readonly_export_to_torch() -> None:
     # torch has no read-only tensors and ignores the DLPack flag (as it does
     # for NumPy's own read-only export): it imports the memory as it is.
@@ -407,6 +429,7 @@ class Box:
         return self.arr.__dlpack_device__()
 
 
+@needs_torch
 def test_source_lifetime() -> None:
     a = np.arange(1000, dtype="float32")
     ref = weakref.ref(a)
@@ -440,6 +463,7 @@ def test_make_array_with_tensor_keeps_source_alive() -> None:
     assert ref() is None
 
 
+@needs_torch
 def test_last_reference_dropped_without_the_gil() -> None:
     # The runtime may drop a tensor's last reference with the GIL released
     # (ctypes releases it around foreign calls): the source is still released.
@@ -463,6 +487,7 @@ def test_last_reference_dropped_without_the_gil() -> None:
         assert ref() is None
 
 
+@needs_torch
 def test_torch_source_lifetime() -> None:
     x = torch.arange(5)
     ref = weakref.ref(x)
@@ -478,6 +503,7 @@ def test_torch_source_lifetime() -> None:
     assert ref() is None
 
 
+@needs_torch
 def test_refcounts_unchanged_after_many_calls() -> None:
     a = np.zeros((2, 2), dtype="float32")
     x = torch.zeros(3)
@@ -532,6 +558,7 @@ def test_tensor_view() -> None:
         tvmffi.TensorView(3)
 
 
+@needs_torch
 def test_tensor_view_keeps_managed_tensor_alive() -> None:
     src = np.arange(10.0)
     ref = weakref.ref(src)
@@ -766,6 +793,7 @@ def test_legacy_and_versioned_producers() -> None:
 
 
 # ---- streams ------------------------------------------------------------------------------
+@needs_torch
 def test_use_raw_stream_sets_and_restores() -> None:
     dev = tvmffi.device("cuda:0")  # the environment stream is bookkeeping: no GPU needed
     assert tvmffi.get_raw_stream(dev) == 0
@@ -810,7 +838,8 @@ def test_stream_context_and_tvmffi_aliases() -> None:
         tvmffi.use_stream(dev, "stream")
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only torch error")
+@needs_torch
+@pytest.mark.skipif(HAS_CUDA, reason="checks the CPU-only torch error")
 def test_use_torch_stream_without_cuda_raises() -> None:
     ctx = tvmffi.use_torch_stream()
     with pytest.raises((AssertionError, RuntimeError)), ctx:
@@ -839,6 +868,7 @@ def test_producer_gets_environment_stream() -> None:
     assert calls[-1] == {"max_version": (1, 0), "stream": 0x1234}
 
 
+@needs_torch
 @needs_cuda
 def test_cuda_tensor_device_recorded() -> None:
     x = torch.arange(6, device="cuda").reshape(2, 3)
@@ -850,6 +880,7 @@ def test_cuda_tensor_device_recorded() -> None:
     assert y.device == x.device and y.data_ptr() == x.data_ptr()
 
 
+@needs_torch
 @needs_cuda
 def test_calls_use_torch_current_stream() -> None:
     x = torch.zeros(4, device="cuda")

@@ -34,16 +34,44 @@ _KEEP_PROTOCOLS = (
 
 
 def convert(value: Any) -> Any:
-    """Convert ``value`` to the TVM FFI value an FFI call would receive, as a Python object.
+    """Convert ``value`` to the FFI value a call would receive, as a Python object.
 
-    Lists and tuples become :class:`Array`, dicts :class:`Map`, ``str`` a
-    ``String`` and ``bytes``/``bytearray`` a ``Bytes`` (``tvmffi.core``), an
-    :class:`ObjectConvertible` its ``asobject()``, callables
-    :class:`Function`, DLPack producers :class:`Tensor`, exceptions the FFI
-    error object (``tvmffi.core.Error``, with the exception's traceback
-    appended to its backtrace); objects, numbers, strings, bytes and
-    ``ctypes.c_void_p`` come back as they are; any other Python object
-    becomes an opaque FFI object holding it.
+    Useful to build a runtime container once and pass it to many calls, or to see
+    what a call does with an argument.
+
+    Parameters
+    ----------
+    value : object
+        Any Python value.
+
+    Returns
+    -------
+    object
+        Lists and tuples become :class:`Array`, dicts :class:`Map`, ``str`` a
+        ``String`` and ``bytes``/``bytearray`` a ``Bytes`` (``tvmffi.core``; both are
+        ``str``/``bytes`` subclasses keeping their FFI object), an
+        :class:`ObjectConvertible` its ``asobject()``, callables a :class:`Function`,
+        DLPack producers a :class:`Tensor`, exceptions the FFI error object
+        (``tvmffi.core.Error``, with the exception's traceback appended to its
+        backtrace). Objects, numbers, devices, dtypes and ``ctypes.c_void_p`` come back
+        as they are; any other Python object becomes an opaque FFI object holding it.
+
+    Raises
+    ------
+    TypeError
+        A conversion protocol of ``value`` (``__tvm_ffi_object__``, ...) fails or
+        returns the wrong kind of value.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> arr = tvmffi.convert([1, 2, [3]])
+    >>> type(arr).__name__, len(arr), arr[2][0]
+    ('Array', 3, 3)
+    >>> type(tvmffi.convert({"a": 1})).__name__
+    'Map'
+    >>> tvmffi.convert(lambda x: x + 1)(1)
+    2
     """
     native = (Object, String, Bytes, Shape, bool, Number, ctypes.c_void_p)
     if isinstance(value, native) or value is None:

@@ -136,7 +136,25 @@ class _FFISequence(Object):
 
 
 class Array(_FFISequence, Sequence[Any]):
-    """Immutable FFI array (``ffi.Array``); ``tvmffi.convert`` maps lists and tuples to it."""
+    """Immutable FFI array (``ffi.Array``): a ``Sequence``.
+
+    ``tvmffi.convert`` (and every call) turns lists and tuples into Arrays. Elements
+    are converted like call arguments; slices give Python lists, ``+`` a new Array,
+    and ``==``/``hash`` are structural (an Array also equals a list or tuple of equal
+    content).
+
+    Parameters
+    ----------
+    input_list : iterable, optional
+        The elements (default: none).
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> a = tvmffi.Array([1, "two", 3.5])
+    >>> len(a), a[1], a[1:], a == [1, "two", 3.5]
+    (3, 'two', ['two', 3.5], True)
+    """
 
     __slots__ = ()
     _contains = "ffi.ArrayContains"
@@ -152,7 +170,24 @@ class Array(_FFISequence, Sequence[Any]):
 # deep value iteratively, not from inside the runtime's recursive deleters (a C
 # stack overflow at ~100 000 levels).
 class List(_FFISequence, MutableSequence[Any]):
-    """Mutable FFI list (``ffi.List``), shared by every reference to it."""
+    """Mutable FFI list (``ffi.List``): a ``MutableSequence`` shared by every reference.
+
+    A List passed to a function is the same List there: changes made by the callee
+    are visible to the caller, and the other way round.
+
+    Parameters
+    ----------
+    input_list : iterable, optional
+        The elements (default: none).
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> lst = tvmffi.List([1, 2])
+    >>> lst.append(3); lst[0] = 0
+    >>> list(lst), lst.pop(), len(lst)
+    ([0, 2, 3], 3, 2)
+    """
 
     __slots__ = ()
     _contains = "ffi.ListContains"
@@ -354,7 +389,23 @@ class _MapBase(Object):
 
 
 class Map(_MapBase, Mapping[Any, Any]):
-    """Immutable FFI map (``ffi.Map``); ``tvmffi.convert`` maps dicts to it."""
+    """Immutable FFI map (``ffi.Map``): a ``Mapping``; ``tvmffi.convert`` maps dicts to it.
+
+    ``keys()``, ``values()`` and ``items()`` are live views; ``==``/``hash`` are
+    structural (a Map never equals a Python ``dict``).
+
+    Parameters
+    ----------
+    input_dict : mapping
+        The entries.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> m = tvmffi.Map({"a": 1, "b": [2]})
+    >>> m["a"], "b" in m, sorted(m.keys())
+    (1, True, ['a', 'b'])
+    """
 
     __slots__ = ()
     _size, _get, _count = "ffi.MapSize", "ffi.MapGetItem", "ffi.MapCount"
@@ -365,7 +416,21 @@ class Map(_MapBase, Mapping[Any, Any]):
 
 
 class Dict(_MapBase, MutableMapping[Any, Any]):
-    """Mutable FFI dict (``ffi.Dict``), shared by every reference to it."""
+    """Mutable FFI dict (``ffi.Dict``): a ``MutableMapping`` shared by every reference.
+
+    Parameters
+    ----------
+    input_dict : mapping, optional
+        The entries (default: none). ``update`` also takes pairs and keywords.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> d = tvmffi.Dict({"a": 1})
+    >>> d["b"] = 2
+    >>> d.pop("a"), d.get("zz", 0), dict(d.items())
+    (1, 0, {'b': 2})
+    """
 
     __slots__ = ()
     _size, _get, _count = "ffi.DictSize", "ffi.DictGetItem", "ffi.DictCount"

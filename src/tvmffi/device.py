@@ -31,10 +31,36 @@ class DLDeviceType(IntEnum):
 
 
 def device(device_type: str | int, index: int | None = None) -> Device:
-    """Return the device ``device_type`` (a name such as ``"cuda"`` or ``"cuda:1"``, or a
-    :class:`DLDeviceType` code) with index ``index`` (default 0; an index in the name wins).
+    """Return a :class:`Device`.
 
-    Unknown names raise ``ValueError("Unknown device: <name>")``.
+    Parameters
+    ----------
+    device_type : str or int
+        A device name (``"cpu"``, ``"cuda"``, ``"rocm"``, ``"metal"``, ``"vulkan"``,
+        ...), optionally with an index (``"cuda:1"``), or a :class:`DLDeviceType`
+        code.
+    index : int, optional
+        The device index (default 0; an index in the name wins).
+
+    Returns
+    -------
+    Device
+        The device.
+
+    Raises
+    ------
+    ValueError
+        An unknown name (``Unknown device: <name>``) or type code, or a negative
+        index.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> d = tvmffi.device("cuda:1")
+    >>> d.type, d.index
+    ('cuda', 1)
+    >>> tvmffi.device("cpu") == tvmffi.device(tvmffi.DLDeviceType.kDLCPU, 0)
+    True
     """
     return Device(device_type, index)
 

@@ -22,7 +22,7 @@ from enum import IntEnum
 from os import PathLike
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from . import _core
+from . import _core, _function_doc
 from ._core import Function, Object
 from .function import _cached_global_func
 from .object import _decode_type_schema, _json_object, register_object
@@ -120,10 +120,38 @@ class Module(Object):
         _cached_global_func("ffi.ModuleClearImports")(self)
 
     def get_function(self, name: str, query_imports: bool = False) -> Function:
-        """Return the function ``name``; ``AttributeError`` when the module does not have it.
+        """Return the module's function ``name``.
 
-        With ``query_imports`` the imported modules are searched as well
-        (depth first). Results found without ``query_imports`` are cached.
+        Parameters
+        ----------
+        name : str
+            The function's name (the ``<name>`` of its ``__tvm_ffi_<name>`` symbol).
+        query_imports : bool
+            Also search the imported modules, depth first.
+
+        Returns
+        -------
+        Function
+            The function. Results found without ``query_imports`` are cached on this
+            module wrapper.
+
+        Raises
+        ------
+        AttributeError
+            The module (and, with ``query_imports``, its imports) has no such function.
+        TypeError
+            ``name`` is not a ``str``.
+
+        Examples
+        --------
+        >>> import tvmffi, tvmffi.cpp
+        >>> mod = tvmffi.cpp.load_inline(
+        ...     "doc_get_function", cpp_sources="int64_t twice(int64_t x) { return 2 * x; }",
+        ...     functions=["twice"])
+        >>> mod.get_function("twice")(4)
+        8
+        >>> mod["twice"] is mod.get_function("twice")
+        True
         """
         func = self._find_function(name, query_imports)
         if func is None:
@@ -142,6 +170,7 @@ class Module(Object):
             func = _cached_global_func("ffi.ModuleGetFunction")(self, name, False)
             if func is not None:
                 cache[name] = func
+                _function_doc.note_module_functions(self, [(name, func)])
             return func
         found: Function | None = _cached_global_func("ffi.ModuleGetFunction")(self, name, True)
         return found
@@ -176,25 +205,102 @@ class Module(Object):
         return isinstance(name, str) and self.implements_function(name)
 
     def implements_function(self, name: str, query_imports: bool = False) -> bool:
-        """True if the module (or, with ``query_imports``, an import) implements ``name``."""
+        """Return whether the module implements function ``name``.
+
+        Parameters
+        ----------
+        name : str
+            The function's name.
+        query_imports : bool
+            Also search the imported modules.
+
+        Returns
+        -------
+        bool
+            ``True`` if a lookup of ``name`` would succeed. ``name in mod`` is the same
+            test without ``query_imports``.
+
+        Examples
+        --------
+        >>> import tvmffi
+        >>> tvmffi.system_lib().implements_function("no_such_function")
+        False
+        """
         implements = _cached_global_func("ffi.ModuleImplementsFunction")
         result: bool = implements(self, name, query_imports)
         return result
 
     def get_function_doc(self, name: str, query_imports: bool = False) -> str | None:
-        """The docstring the library exports for ``name`` (``__tvm_ffi__doc_<name>``), if any."""
+        """Return the docstring the module's library exports for ``name``, if any.
+
+        Libraries export it as ``__tvm_ffi__doc_<name>``
+        (``TVM_FFI_DLL_EXPORT_TYPED_FUNC_DOC``, the ``functions`` mapping of
+        :func:`tvmffi.cpp.load_inline`, the ``doc`` of a :mod:`tvmffi.codegen`
+        signature). The function's own ``__doc__`` includes it after its signature.
+
+        Parameters
+        ----------
+        name : str
+            The function's name.
+        query_imports : bool
+            Also search the imported modules.
+
+        Returns
+        -------
+        str or None
+            The docstring, or ``None`` when the library exports none.
+
+        Examples
+        --------
+        >>> import tvmffi.cpp
+        >>> mod = tvmffi.cpp.load_inline(
+        ...     "doc_function_doc", cpp_sources="int64_t inc(int64_t x) { return x + 1; }",
+        ...     functions={"inc": "Add one."})
+        >>> mod.get_function_doc("inc")
+        'Add one.'
+        """
         doc: str | None = _cached_global_func("ffi.ModuleGetFunctionDoc")(self, name, query_imports)
         return doc
 
     def get_function_metadata(
         self, name: str, query_imports: bool = False
     ) -> dict[str, Any] | None:
-        """Parsed JSON metadata the library exports for ``name``, if any.
+        """Return the metadata the module's library exports for ``name``, decoded.
 
-        The metadata comes from ``__tvm_ffi__metadata_<name>`` (the runtime's export
-        macros emit ``{"type_schema": "<JSON>"}``). As in the official binding, the
-        values stay as the library wrote them: ``TypeSchema.from_json_str`` reads a
-        ``type_schema`` string.
+        Libraries export it as ``__tvm_ffi__metadata_<name>``: the runtime's export
+        macros write ``{"type_schema": "<JSON>"}`` (when built with
+        ``TVM_FFI_DLL_EXPORT_INCLUDE_METADATA``, which :mod:`tvmffi.cpp` defines);
+        :mod:`tvmffi.codegen` adds the parameters' specs. As in the official binding the
+        values stay as the library wrote them: ``TypeSchema.from_json_str`` reads the
+        ``type_schema`` text.
+
+        Parameters
+        ----------
+        name : str
+            The function's name.
+        query_imports : bool
+            Also search the imported modules.
+
+        Returns
+        -------
+        dict or None
+            The decoded metadata, or ``None`` when the library exports none.
+
+        Raises
+        ------
+        ValueError
+            The exported text is not a JSON object.
+
+        Examples
+        --------
+        >>> import tvmffi.cpp
+        >>> mod = tvmffi.cpp.load_inline(
+        ...     "doc_function_meta", cpp_sources="int64_t inc(int64_t x) { return x + 1; }",
+        ...     functions=["inc"])
+        >>> sorted(mod.get_function_metadata("inc"))
+        ['type_schema']
+        >>> mod.get_function_signature("inc")
+        '(int) -> int'
         """
         get_metadata = _cached_global_func("ffi.ModuleGetFunctionMetadata")
         text: str | None = get_metadata(self, name, query_imports)
@@ -341,24 +447,52 @@ def _require_ffi_symbols(file_name: str, symbols: list[str]) -> None:
 
 
 def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Module:
-    """Load a module from a file (a shared library ``.so``, or a registered format).
+    """Load a module from a file: a shared library, or a file of a registered format.
 
-    Any library the runtime can load is accepted, including one that only
-    registers types and global functions from its static initializers (it
-    exports no ``__tvm_ffi_`` function). With ``keep_module_alive`` (the
-    default, as in the official binding) the module, and so its library, stays
-    loaded for the rest of the process. Without it the library is unloaded
-    when the last reference to the module goes, unless loading it registered
-    global functions or types: their code must outlive any module reference.
+    Any library the runtime can load is accepted: one exporting TVM FFI functions
+    (``__tvm_ffi_<name>`` symbols, as ``TVM_FFI_DLL_EXPORT_TYPED_FUNC``,
+    :mod:`tvmffi.cpp` and :mod:`tvmffi.codegen` produce), one that only registers
+    global functions and types from its static initializers, and files of other
+    formats whose loader (``ffi.Module.load_from_file.<ext>``) is registered. A
+    library's exported functions are resolved at load, so ``mod.name`` is a plain
+    attribute read.
 
-    ``path`` is handed to the runtime as given, as the official binding does: a
-    name without a ``/`` is looked up by the dynamic loader's search path, not
-    in the current directory (where the loader tells which file it picked, on
-    Linux, that file's embedded module tree is validated first). Raises
-    ``FileNotFoundError`` for a missing file (a path with a ``/``),
-    ``ValueError`` for a file that is not a regular file, not a loadable
-    library, or one whose embedded module tree (``__tvm_ffi__library_bin``)
-    is malformed.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file. A name without a ``/`` goes to the dynamic loader's search path
+        (``LD_LIBRARY_PATH``, the system directories), not to the current directory,
+        as with the official binding.
+    keep_module_alive : bool
+        With ``True`` (the default) the module, and so its library, stays loaded
+        for the rest of the process. With ``False`` the library is unloaded when the
+        last reference to the module (or to one of its functions) goes, unless
+        loading it registered global functions or types, whose code must outlive it.
+
+    Returns
+    -------
+    Module
+        The loaded module.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` (with a ``/``) does not exist.
+    ValueError
+        The file is not a regular file (a FIFO, a device), not a loadable library,
+        or its embedded module tree (``__tvm_ffi__library_bin``) is malformed.
+    TypeError
+        ``path`` is not a ``str`` or path-like.
+
+    Examples
+    --------
+    >>> import tvmffi, tvmffi.cpp
+    >>> path = tvmffi.cpp.build_inline(
+    ...     "doc_load_module", cpp_sources="int64_t inc(int64_t x) { return x + 1; }",
+    ...     functions=["inc"])
+    >>> mod = tvmffi.load_module(path)
+    >>> mod.inc(1)
+    2
     """
     file_name = os.fspath(path)
     if not isinstance(file_name, str):
@@ -469,11 +603,33 @@ def _check_library_bin(file_name: str, data: bytes | _elf.Source) -> None:
 
 
 def system_lib(symbol_prefix: str = "") -> Module:
-    """The system library module: functions registered with
-    ``TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_<symbol_prefix><name>", fn)``.
+    """Return the system library module: functions linked statically into the process.
 
-    A lookup of ``name`` tries ``symbol_prefix + name`` first, then ``name``.
-    Modules are created once per prefix by the runtime.
+    Code generators that link their kernels into the executable (or into a library
+    loaded with ``RTLD_GLOBAL``) register them in the runtime's system library
+    under ``<symbol_prefix><name>``; this module finds them by name, lazily.
+
+    Parameters
+    ----------
+    symbol_prefix : str
+        The prefix the kernels were registered with (``""`` for none).
+
+    Returns
+    -------
+    Module
+        The system library module (of kind ``"library"``), looked up by name on
+        first use of each function.
+
+    Raises
+    ------
+    RuntimeError
+        The runtime has no system library support.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> tvmffi.system_lib().kind
+    'library'
     """
     if not isinstance(symbol_prefix, str):
         raise TypeError(f"symbol_prefix must be a str, not {type(symbol_prefix).__name__}")

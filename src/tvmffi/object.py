@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from . import _core
+from . import _core, _function_doc
 from ._core import Object
 from .function import _cached_global_func
 
@@ -378,6 +378,9 @@ def _type_info_by_index(index: int) -> TypeInfo:
         MethodInfo(name=m[0], doc=m[1], metadata=_parse_json(m[2]), flags=m[3], func=m[4])
         for m in raw_methods
     )
+    for m in methods:
+        if isinstance(m.func, _core.Function):
+            _function_doc.note_method(m.func, key, m.name, m.doc, m.metadata, m.is_static)
     info = TypeInfo(tindex, key, tuple(anc), fields, methods, doc, total_size)
     _TYPE_INFO_CACHE[index] = info
     return info
@@ -602,14 +605,52 @@ def _defined_by_user_base(cls: type, name: str) -> bool:
 
 
 def register_object(type_key: str | type | None = None, *, init: bool = True) -> Any:
-    """Class decorator: wrap FFI objects of ``type_key`` in the decorated class.
+    """Class decorator: make the decorated class the Python class of an FFI object type.
 
-    ``type_key`` defaults to the class name (``@register_object`` or
-    ``@register_object()``). Reflected fields become properties, reflected methods
-    become methods, and, with ``init=True`` (the default), calling the class calls
-    the type's ``__ffi_init__`` (positional and keyword arguments), or raises
-    ``TypeError`` when the type has none. A class registered again for the same
-    type key replaces the earlier one.
+    Every object of type ``type_key`` (and of its subtypes that have no class of their
+    own) that reaches Python, as a call's result, a field or a container element,
+    is wrapped in this class. The type's reflected fields become properties and its
+    reflected methods become methods (static ones static methods); subclasses of
+    :class:`Object` that declare ``__slots__ = ()`` keep instances free of a
+    ``__dict__``.
+
+    Parameters
+    ----------
+    type_key : str, type or None
+        The runtime's type key (``"testing.TestIntPair"``). ``None``, or the class
+        itself (bare ``@register_object``), uses the class's ``__name__``.
+    init : bool
+        With ``True`` (the default) calling the class calls the type's reflected
+        ``__ffi_init__`` with the given positional and keyword arguments; a type with
+        no constructor then raises ``TypeError`` when called. With ``False`` the class
+        keeps its own ``__init__``.
+
+    Returns
+    -------
+    callable or type
+        The decorator (or, for bare use, the registered class itself).
+
+    Raises
+    ------
+    TypeError
+        ``type_key`` is neither a ``str``, a class nor ``None``.
+    ValueError
+        No object type is registered under the key (raised when decorating).
+
+    Notes
+    -----
+    Registering another class for a key replaces the earlier one, as in the
+    official binding.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> @tvmffi.register_object("testing.TestIntPair")
+    ... class IntPair(tvmffi.Object):
+    ...     __slots__ = ()
+    >>> p = IntPair(1, 2)
+    >>> p.a, p.b, p.sum()
+    (1, 2, 3)
     """
 
     def decorator_with(key: str) -> Callable[[_T], _T]:

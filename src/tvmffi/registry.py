@@ -43,10 +43,42 @@ def get_global_func(name: str, allow_missing: Literal[False] = False) -> Functio
 @overload
 def get_global_func(name: str, allow_missing: bool) -> Function | None: ...
 def get_global_func(name: str, allow_missing: bool = False) -> Function | None:
-    """Return the global function ``name``.
+    """Return the global function registered under ``name``.
 
-    A missing name raises ``ValueError``, or returns ``None`` when
-    ``allow_missing`` is true.
+    Global functions are registered by C++ libraries (``TVM_FFI_STATIC_INIT_BLOCK``
+    with ``refl::GlobalDef``), by :func:`register_global_func`, or by any other
+    binding in the process: the registry is the runtime's, shared with the official
+    ``tvm_ffi`` package.
+
+    Parameters
+    ----------
+    name : str
+        The registered name, e.g. ``"testing.add_one"``.
+    allow_missing : bool
+        When true, a name nobody registered gives ``None`` instead of an error.
+
+    Returns
+    -------
+    Function or None
+        The function, callable like any Python callable. Its ``__signature__`` and
+        ``__doc__`` come from the registration's type schema, computed when first read.
+        ``None`` only for a missing name with ``allow_missing``.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not registered and ``allow_missing`` is false.
+    TypeError
+        ``name`` is not a ``str``.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> add_one = tvmffi.get_global_func("testing.add_one")
+    >>> add_one(41)
+    42
+    >>> tvmffi.get_global_func("no.such.function", allow_missing=True) is None
+    True
     """
     if not isinstance(name, str):
         raise TypeError(f"function name must be a str, not {type(name).__name__}")
@@ -58,13 +90,45 @@ def register_global_func(
     f: Callable[..., Any] | None = None,
     override: bool = False,
 ) -> Any:
-    """Register ``f`` (a Python callable or a :class:`Function`) as global ``func_name``.
+    """Register a Python callable (or a :class:`Function`) as a global function.
 
-    Returns the registered :class:`Function`. With ``f`` omitted it returns a
-    decorator, which registers the decorated callable and returns that
-    :class:`Function` (as the official binding does). ``func_name`` may itself
-    be the callable, registered under its ``__name__``. Registering an existing
-    name raises unless ``override`` is true.
+    Once registered, the function can be looked up and called from C++
+    (``Function::GetGlobal``), from the official ``tvm_ffi`` binding and from
+    tvmffi, in any thread. Usable directly or as a decorator.
+
+    Parameters
+    ----------
+    func_name : str or callable
+        The name to register under. A callable here (bare decorator use,
+        ``@register_global_func``) is registered under its ``__name__``.
+    f : callable, optional
+        The function to register. When omitted, a decorator is returned.
+    override : bool
+        Replace an existing registration of the same name instead of raising.
+
+    Returns
+    -------
+    Function or callable
+        The registered :class:`Function` when ``f`` is given (or ``func_name`` is the
+        callable); otherwise a decorator that registers its argument and returns that
+        :class:`Function`.
+
+    Raises
+    ------
+    ValueError
+        The name is not a ``str`` (and the callable has no ``__name__``).
+    RuntimeError
+        The name is already registered and ``override`` is false.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> @tvmffi.register_global_func("example.twice", override=True)
+    ... def twice(x):
+    ...     return 2 * x
+    >>> tvmffi.get_global_func("example.twice")(21)
+    42
+    >>> tvmffi.remove_global_func("example.twice")
     """
     if not isinstance(func_name, str):
         f = func_name
@@ -82,27 +146,95 @@ def register_global_func(
 
 
 def remove_global_func(name: str) -> None:
-    """Remove the global function ``name`` from the registry."""
+    """Remove the global function ``name`` from the registry.
+
+    Functions already looked up stay callable; later lookups of ``name`` fail.
+
+    Parameters
+    ----------
+    name : str
+        The registered name.
+
+    Raises
+    ------
+    RuntimeError
+        The runtime refuses (``name`` is not registered).
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> f = tvmffi.register_global_func("example.tmp", lambda: 1, override=True)
+    >>> tvmffi.remove_global_func("example.tmp")
+    >>> tvmffi.get_global_func("example.tmp", allow_missing=True) is None
+    True
+    """
     get_global_func("ffi.FunctionRemoveGlobal")(name)
 
 
 def list_global_func_names() -> list[str]:
-    """Return the names of all registered global functions."""
+    """Return the names of all registered global functions.
+
+    Returns
+    -------
+    list of str
+        Every name in the runtime's registry, from all libraries and bindings.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> "testing.add_one" in tvmffi.registry.list_global_func_names()
+    True
+    """
     functor = get_global_func("ffi.FunctionListGlobalNamesFunctor")()
     count: int = functor(-1)
     return [functor(i) for i in range(count)]
 
 
 def get_registered_type_keys() -> list[str]:
-    """Return the type keys of all object types registered with the runtime."""
+    """Return the type keys of all object types registered with the runtime.
+
+    Returns
+    -------
+    list of str
+        Keys such as ``"ffi.Array"`` or ``"testing.TestIntPair"``.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> "ffi.Array" in tvmffi.registry.get_registered_type_keys()
+    True
+    """
     return list(get_global_func("ffi.GetRegisteredTypeKeys")())
 
 
 def get_global_func_metadata(name: str) -> dict[str, Any]:
-    """Return the metadata of global function ``name`` (``{}`` when it has none).
+    """Return the metadata registered with global function ``name``.
 
-    The ``type_schema`` entry, when present, is the JSON text of the function's
-    signature (see ``tvmffi.core.TypeSchema.from_json_str``).
+    C++ registrations carry a ``type_schema`` entry (JSON text of the function's
+    signature, read by ``tvmffi.core.TypeSchema.from_json_str``) and may carry a
+    ``doc``; functions registered from Python have none.
+
+    Parameters
+    ----------
+    name : str
+        The registered name.
+
+    Returns
+    -------
+    dict
+        The decoded metadata; ``{}`` when the function has none.
+
+    Raises
+    ------
+    ValueError
+        ``ffi.GetGlobalFuncMetadata`` is missing from the runtime.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> meta = tvmffi.get_global_func_metadata("testing.add_one")
+    >>> str(tvmffi.core.TypeSchema.from_json_str(meta["type_schema"]))
+    'Callable[[int], int]'
     """
     text = get_global_func("ffi.GetGlobalFuncMetadata")(name)
     return json.loads(text) if text else {}
@@ -111,10 +243,32 @@ def get_global_func_metadata(name: str) -> dict[str, Any]:
 def init_ffi_api(namespace: str, target_module_name: str | None = None) -> None:
     """Set every global function ``<namespace>.<name>`` as attribute ``name`` of a module.
 
-    The module is ``target_module_name`` (default: ``namespace``) and must be
-    imported already; typical use is ``init_ffi_api("mypackage", __name__)`` in
-    a package's ``_ffi_api.py``. Names with a further dot are skipped; a
-    leading ``"tvm."`` of ``namespace`` is dropped, as the official binding does.
+    The ``_ffi_api.py`` idiom of packages built on TVM FFI: a package's C++ library
+    registers ``mypackage.f``, ``mypackage.g``, ...; its ``_ffi_api.py`` calls
+    ``init_ffi_api("mypackage", __name__)`` and then offers ``_ffi_api.f``. Only names
+    directly below ``namespace`` are taken (``mypackage.sub.f`` is not, nor is
+    ``mypackageX.f``). Each function's ``__name__`` is set to its short name.
+
+    Parameters
+    ----------
+    namespace : str
+        The registry prefix. A leading ``"tvm."`` is dropped, as the official
+        binding does.
+    target_module_name : str, optional
+        The module to fill, which must already be imported (default: ``namespace``).
+
+    Raises
+    ------
+    KeyError
+        The target module is not in ``sys.modules``.
+
+    Examples
+    --------
+    >>> import sys, types, tvmffi
+    >>> sys.modules["demo_api"] = types.ModuleType("demo_api")
+    >>> tvmffi.init_ffi_api("testing", "demo_api")
+    >>> sys.modules["demo_api"].add_one(1)
+    2
     """
     module = sys.modules[target_module_name or namespace]
     prefix = namespace[4:] if namespace.startswith("tvm.") else namespace

