@@ -28,32 +28,33 @@ __all__ = ["c_class"]
 _T = TypeVar("_T", bound=type)
 
 
+# Field option <- the reflected field's attribute that carries it.
+_FIELD_OPTION_SOURCES = {
+    "default": "c_default",
+    "default_factory": "c_default_factory",
+    "init": "c_init",
+    "repr": "c_repr",
+    "hash": "c_hash",
+    "compare": "c_compare",
+    "kw_only": "c_kw_only",
+    "structural_eq": "c_structural_eq",
+    "doc": "doc",
+}
+
+
 def _attach_field_objects(cls: type, type_info: TypeInfo, *, frozen: bool = False) -> None:
     """Give each own reflected field of ``type_info`` a :class:`Field` (``dataclass_field``),
     built from its reflection flags and the class annotation; ``frozen`` freezes them all."""
     try:
         hints = typing.get_type_hints(cls)
-    except Exception:
+    except Exception:  # an annotation that does not resolve here: fields go untyped
         hints = {}
-    for tf in type_info.fields or ():
-        if frozen:
-            tf.frozen = True
-        f = Field(
-            name=tf.name,
-            _ty_schema=tf.ty,
-            default=tf.c_default,
-            default_factory=tf.c_default_factory,
-            frozen=tf.frozen,
-            init=tf.c_init,
-            repr=tf.c_repr,
-            hash=tf.c_hash,
-            compare=tf.c_compare,
-            kw_only=tf.c_kw_only,
-            structural_eq=tf.c_structural_eq,
-            doc=tf.doc,
-        )
-        f.type = hints.get(tf.name)
-        tf.dataclass_field = f
+    for reflected in type_info.fields or ():
+        reflected.frozen = reflected.frozen or frozen
+        options = {opt: getattr(reflected, src) for opt, src in _FIELD_OPTION_SOURCES.items()}
+        made = Field(reflected.name, reflected.ty, frozen=reflected.frozen, **options)
+        made.type = hints.get(reflected.name)
+        reflected.dataclass_field = made
 
 
 class _PayloadEnumProperty:
@@ -139,6 +140,9 @@ def c_class(
     if not isinstance(type_key, str):
         raise TypeError(f"c_class expects a type key string, got {type(type_key).__name__}")
 
+    dunders = {"init": init, "repr": repr, "eq": eq, "order": order}
+    dunders.update(unsafe_hash=unsafe_hash, match_args=match_args)
+
     def decorator(cls: _T) -> _T:
         for name, value in list(cls.__dict__.items()):
             if isinstance(value, Field):
@@ -161,15 +165,7 @@ def c_class(
         ffi_init = _find_ffi_init(type_info)
         if ffi_init is not None and "__ffi_init__" not in cls.__dict__:
             install_ffi_init_attr(cls, type_info, ffi_init)
-        _install_dataclass_dunders(
-            cls,
-            init=init,
-            repr=repr,
-            eq=eq,
-            order=order,
-            unsafe_hash=unsafe_hash,
-            match_args=match_args,
-        )
+        _install_dataclass_dunders(cls, **dunders)
         cls.__ffi_is_dataclass__ = True  # type: ignore[attr-defined]
         return cls
 
