@@ -24,7 +24,7 @@ from typing_extensions import dataclass_transform
 
 from .. import _core
 from .._dunder import _chain_fields, _install_dataclass_dunders
-from ..object import MISSING, TypeInfo, _type_cls_to_type_info
+from ..object import TypeInfo, _type_cls_to_type_info
 from . import _registration
 from .field import KW_ONLY, Field, _field_converter, field, init_property
 
@@ -101,44 +101,46 @@ _DEFAULT_INHERIT_TYPE_ATTRS = (
 )
 
 
+def _name_list(cls: type, attr: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    names = getattr(cls, attr, default)
+    if isinstance(names, (tuple, list)) and all(isinstance(n, str) for n in names):
+        return tuple(names)
+    raise TypeError("TypeAttr registration lists must be tuples or lists of strings")
+
+
 def _type_attr_options(cls: type) -> tuple[frozenset[str], tuple[str, ...]]:
     """The names the class registers as type attributes (the runtime's hooks plus its
     ``__ffi_type_attr_names__``) and those it copies from its parent
     (``__ffi_inherit_type_attrs__``, by default the structural and serialization hooks).
     Both lists follow the MRO, so an extension base class declares them once."""
-    extra = getattr(cls, "__ffi_type_attr_names__", ())
-    inherited = getattr(cls, "__ffi_inherit_type_attrs__", _DEFAULT_INHERIT_TYPE_ATTRS)
-    for value in (extra, inherited):
-        if not isinstance(value, (tuple, list)) or not all(isinstance(n, str) for n in value):
-            raise TypeError("TypeAttr registration lists must be tuples or lists of strings")
-    return _FFI_TYPE_ATTR_NAMES | frozenset(extra) | frozenset(inherited), tuple(inherited)
+    own = _name_list(cls, "__ffi_type_attr_names__", ())
+    inherited = _name_list(cls, "__ffi_inherit_type_attrs__", _DEFAULT_INHERIT_TYPE_ATTRS)
+    return _FFI_TYPE_ATTR_NAMES.union(own, inherited), inherited
 
 
 def _type_attr_names(cls: type) -> frozenset[str]:
     return _type_attr_options(cls)[0]
 
 
-def _inherited_type_attrs(cls: type, info: TypeInfo, names: tuple[str, ...]) -> list[Any]:
-    """``(name, value, True)`` for each of ``names`` the class body does not define, taken
-    from the nearest ancestor type having it (a class body that defines the name, even
-    as ``None``, stops the search)."""
+def _nearest_type_attr(ancestor: TypeInfo | None, name: str) -> Any:
+    """``name``'s value on the closest of ``ancestor`` and its parents that has one; a
+    Python class on the way whose body defines ``name`` (even as ``None``) ends the walk."""
     from ..object import _lookup_type_attr
 
-    entries: list[Any] = []
-    for name in names:
-        if name in cls.__dict__:
-            continue
-        parent = info.parent_type_info
-        while parent is not None:
-            value = _lookup_type_attr(parent.type_index, name)
-            if value is not None:
-                entries.append((name, value, True))
-                break
-            parent_cls = parent.type_cls
-            if parent_cls is not None and name in parent_cls.__dict__:
-                break
-            parent = parent.parent_type_info
-    return entries
+    while ancestor is not None:
+        found = _lookup_type_attr(ancestor.type_index, name)
+        if found is not None or name in vars(ancestor.type_cls or object):
+            return found
+        ancestor = ancestor.parent_type_info
+    return None
+
+
+def _inherited_type_attrs(cls: type, info: TypeInfo, names: tuple[str, ...]) -> list[Any]:
+    """``(name, value, True)`` for each of ``names`` the class body does not define, taken
+    from the nearest ancestor type having it."""
+    missing = [n for n in names if n not in cls.__dict__]
+    pairs = [(n, _nearest_type_attr(info.parent_type_info, n)) for n in missing]
+    return [(name, value, True) for name, value in pairs if value is not None]
 
 
 def _collect_py_methods(
@@ -239,20 +241,24 @@ def _schema_of(annotation: Any) -> Any:
     return TypeSchema.from_annotation(annotation)
 
 
+_NOT_SET = object()
+
+
 def _field_for(owner: type, cls: type, name: str, init_props: dict[str, Any]) -> Field:
-    value = owner.__dict__.get(name, MISSING)
+    """The :class:`Field` of annotation ``name`` of ``owner`` (``cls`` or a plain base
+    class): what its body assigned (a ``field()``, an ``init_property``, a default);
+    ``cls``'s own class attribute gives way to the field descriptor."""
+    value = owner.__dict__.get(name, _NOT_SET)
     if isinstance(value, Field):
-        f = value if owner is cls else copy(value)
+        made = value if owner is cls else copy(value)
     elif isinstance(value, init_property):
-        f = field(init=False, repr=False, hash=False, compare=False, structural_eq="ignore")
         init_props[name] = value.func
-    elif value is not MISSING:
-        f = field(default=value)
+        made = field(init=False, repr=False, hash=False, compare=False, structural_eq="ignore")
     else:
-        f = field()
-    if owner is cls and value is not MISSING:
+        made = field() if value is _NOT_SET else field(default=value)
+    if owner is cls and value is not _NOT_SET:
         delattr(cls, name)
-    return f
+    return made
 
 
 def _field_annotations(cls: type) -> list[tuple[type, str, Any]]:
@@ -396,16 +402,8 @@ def _finish(cls: type, info: TypeInfo) -> None:
     methods.extend(_inherited_type_attrs(cls, info, inherited))
     info._register_py_methods(methods, type_attr_names=attr_names)
     _registration.add_class_attrs(cls, info, type_attr_names=attr_names)
-    _install_dataclass_dunders(
-        cls,
-        init=params["init"],
-        repr=params["repr"],
-        eq=params["eq"],
-        order=params["order"],
-        unsafe_hash=params["unsafe_hash"],
-        match_args=params["match_args"],
-        py_class_mode=True,
-    )
+    dunders = {k: params[k] for k in ("init", "repr", "eq", "order", "unsafe_hash", "match_args")}
+    _install_dataclass_dunders(cls, py_class_mode=True, **dunders)
 
 
 # ---- deferred registration ---------------------------------------------------------
@@ -528,6 +526,19 @@ def _marked(cls: _T) -> _T:
     return cls
 
 
+_PY_CLASS_OPTIONS = (
+    "frozen",
+    "init",
+    "repr",
+    "eq",
+    "order",
+    "unsafe_hash",
+    "match_args",
+    "kw_only",
+    "structural_eq",
+)
+
+
 @dataclass_transform(eq_default=False, order_default=False, field_specifiers=(Field, field))
 def py_class(
     cls_or_type_key: type | str | None = None,
@@ -566,17 +577,8 @@ def py_class(
             f"{sorted(k for k in _STRUCTURE_KIND_MAP if k is not None)} or None, "
             f"got {structural_eq!r}"
         )
-    params: dict[str, Any] = {
-        "frozen": frozen,
-        "init": init,
-        "repr": repr,
-        "eq": eq,
-        "order": order,
-        "unsafe_hash": unsafe_hash,
-        "match_args": match_args,
-        "kw_only": kw_only,
-        "structural_eq": structural_eq,
-    }
+    given = locals()  # the decorator's options, kept on the type info as they were given
+    params: dict[str, Any] = {k: given[k] for k in _PY_CLASS_OPTIONS}
     key_holder = [type_key]
 
     def decorator(cls: _T) -> _T:
