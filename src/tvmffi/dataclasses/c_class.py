@@ -14,14 +14,14 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from typing_extensions import dataclass_transform
+from typing_extensions import Unpack, dataclass_transform
 
 from .. import _core
 from .._dunder import _find_ffi_init, _install_dataclass_dunders, _payload_enum_normalizers
 from ..object import TypeInfo, register_object
 from ._registration import add_type_attr_class_attrs, install_ffi_init_attr
 from .field import Field, _field_converter, field
-from .py_class import _FFI_TYPE_ATTR_NAMES
+from .py_class import _DATACLASS_DEFAULTS, _FFI_TYPE_ATTR_NAMES, _DataclassOptions, _with_defaults
 
 __all__ = ["c_class"]
 
@@ -117,17 +117,7 @@ def _warn_missing_field_annotations(cls: type, type_info: TypeInfo, *, stackleve
 
 
 @dataclass_transform(eq_default=False, order_default=False, field_specifiers=(Field, field))
-def c_class(
-    type_key: str,
-    *,
-    frozen: bool = False,
-    init: bool = True,
-    repr: bool = True,
-    eq: bool = False,
-    order: bool = False,
-    unsafe_hash: bool = False,
-    match_args: bool = True,
-) -> Callable[[_T], _T]:
+def c_class(type_key: str, **options: Unpack[_DataclassOptions]) -> Callable[[_T], _T]:
     """Register the C++ type ``type_key`` for the decorated class, with dataclass dunders.
 
     ``init``: ``__init__`` from the reflected fields (their init/kw_only/default
@@ -140,8 +130,8 @@ def c_class(
     if not isinstance(type_key, str):
         raise TypeError(f"c_class expects a type key string, got {type(type_key).__name__}")
 
-    dunders = {"init": init, "repr": repr, "eq": eq, "order": order}
-    dunders.update(unsafe_hash=unsafe_hash, match_args=match_args)
+    dunders = _with_defaults("c_class", options, _DATACLASS_DEFAULTS)
+    frozen = dunders.pop("frozen")
 
     def decorator(cls: _T) -> _T:
         for name, value in list(cls.__dict__.items()):

@@ -17,13 +17,14 @@ import inspect
 import sys
 import threading
 import typing
+from collections.abc import Mapping
 from copy import copy
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypedDict, TypeVar
 
-from typing_extensions import dataclass_transform
+from typing_extensions import Unpack, dataclass_transform
 
 from .. import _core
-from .._dunder import _chain_fields, _install_dataclass_dunders
+from .._dunder import _DUNDER_OPTIONS, _chain_fields, _install_dataclass_dunders
 from ..object import TypeInfo, _type_cls_to_type_info
 from . import _registration
 from .field import KW_ONLY, Field, _field_converter, field, init_property
@@ -526,35 +527,43 @@ def _marked(cls: _T) -> _T:
     return cls
 
 
-_PY_CLASS_OPTIONS = (
-    "frozen",
-    "init",
-    "repr",
-    "eq",
-    "order",
-    "unsafe_hash",
-    "match_args",
-    "kw_only",
-    "structural_eq",
+class _DataclassOptions(TypedDict, total=False):
+    """The :func:`dataclasses.dataclass` options both decorators take."""
+
+    frozen: bool
+    init: bool
+    repr: bool
+    eq: bool
+    order: bool
+    unsafe_hash: bool
+    match_args: bool
+
+
+class _PyClassOptions(_DataclassOptions, total=False):
+    """``@py_class``'s options: the dataclass ones and its own."""
+
+    type_key: str | None
+    kw_only: bool
+    structural_eq: str | None
+    slots: bool
+
+
+_DATACLASS_DEFAULTS: dict[str, Any] = {"frozen": False, **_DUNDER_OPTIONS}
+_PY_CLASS_DEFAULTS: dict[str, Any] = dict(
+    _DATACLASS_DEFAULTS, type_key=None, kw_only=False, structural_eq="tree", slots=True
 )
+
+
+def _with_defaults(decorator: str, given: Mapping[str, Any], defaults: dict[str, Any]) -> Any:
+    """The decorator's options: ``defaults`` overridden by the ``given`` keywords."""
+    for name in given.keys() - defaults.keys():
+        raise TypeError(f"{decorator}() got an unexpected keyword argument {name!r}")
+    return {**defaults, **given}
 
 
 @dataclass_transform(eq_default=False, order_default=False, field_specifiers=(Field, field))
 def py_class(
-    cls_or_type_key: type | str | None = None,
-    /,
-    *,
-    type_key: str | None = None,
-    frozen: bool = False,
-    init: bool = True,
-    repr: bool = True,
-    eq: bool = False,
-    order: bool = False,
-    unsafe_hash: bool = False,
-    match_args: bool = True,
-    kw_only: bool = False,
-    structural_eq: str | None = "tree",
-    slots: bool = True,
+    cls_or_type_key: type | str | None = None, /, **options: Unpack[_PyClassOptions]
 ) -> Any:
     """Define an FFI object type from the decorated class (``@py_class``,
     ``@py_class("my.Point")``, ``@py_class(eq=True)``, ...).
@@ -568,8 +577,10 @@ def py_class(
     ``"const-tree"``, ``"singleton"`` or ``None``). ``slots`` is accepted for
     ``dataclass_transform`` (FFI objects never have a ``__dict__``).
     """
-    del slots
-    if order and not eq:
+    params = _with_defaults("py_class", options, _PY_CLASS_DEFAULTS)
+    type_key, structural_eq = params.pop("type_key"), params["structural_eq"]
+    del params["slots"]
+    if params["order"] and not params["eq"]:
         raise ValueError("order=True requires eq=True")
     if structural_eq not in _STRUCTURE_KIND_MAP:
         raise ValueError(
@@ -577,8 +588,6 @@ def py_class(
             f"{sorted(k for k in _STRUCTURE_KIND_MAP if k is not None)} or None, "
             f"got {structural_eq!r}"
         )
-    given = locals()  # the decorator's options, kept on the type info as they were given
-    params: dict[str, Any] = {k: given[k] for k in _PY_CLASS_OPTIONS}
     key_holder = [type_key]
 
     def decorator(cls: _T) -> _T:
