@@ -261,9 +261,9 @@ class _PayloadEnum(Enum):
     __slots__ = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        if "value" in cls.__dict__ or "value" in inspect.get_annotations(cls):
-            base = "IntEnum" if issubclass(cls, IntEnum) else "StrEnum"
-            raise TypeError(f"{base} reserves `value` as its canonical index alias")
+        kind = next(base for base in cls.__mro__ if _PayloadEnum in base.__bases__)
+        if kind is not cls and ("value" in cls.__dict__ or "value" in inspect.get_annotations(cls)):
+            raise TypeError(f"{kind.__name__} reserves `value` as its canonical index alias")
         super().__init_subclass__(**kwargs)
 
 
