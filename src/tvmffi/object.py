@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from . import _core
 from ._core import Object
+from ._repr import forget_layouts, print_graph
 from .function import _cached_global_func
 
 __all__ = [
@@ -424,6 +425,7 @@ def _refresh_type_info(info: TypeInfo) -> None:
     """Re-read a type's fields and methods from the runtime into ``info`` (kept as the
     cached object, so identities hold); ``frozen``/``dataclass_field`` are kept by name."""
     _TYPE_INFO_CACHE.pop(info.type_index, None)
+    forget_layouts()
     fresh = _type_info_by_index(info.type_index)
     old = {f.name: f for f in info.fields or ()}
     for f in fresh.fields:
@@ -675,9 +677,10 @@ def _dir_hook(obj: Object) -> list[str]:
 
 
 def _repr_hook(obj: Object) -> str:
-    """The runtime's printer (``ffi.ReprPrint``), as the official binding; never raises."""
+    """The runtime's printer's text (``ffi.ReprPrint``), as the official binding, in memory
+    proportional to it (:mod:`._repr`); never raises."""
     try:
-        return str(_cached_global_func("ffi.ReprPrint")(obj))
+        return print_graph(obj)
     except Exception:
         return f"{type(obj).__name__}({obj.__chandle__()})"
 
