@@ -226,7 +226,7 @@ def test_classes_registered_while_objects_of_unregistered_types_are_made() -> No
 
     def body(t: int) -> Callable[[], None]:
         def run() -> None:
-            for i in range(1000):
+            for i in range(3000):
                 u = testing.make_unregistered_object()
                 assert u.v1 == 41 and u.v2 == 42
 
@@ -234,7 +234,7 @@ def test_classes_registered_while_objects_of_unregistered_types_are_made() -> No
                 class Pair(testing.TestIntPair):
                     __slots__ = ()
 
-                if i % 50 == 0:
+                if i % 300 == 0:
 
                     @py_class(f"test_threads.WhileMaking{t}_{i}")
                     class C(tvmffi.Object):
