@@ -43,7 +43,8 @@ def _layout(obj: Any) -> tuple[str, tuple[str, ...]] | None:
     hooked = any(_core._lookup_type_attr(t.type_index, "__ffi_repr__") is not None for t in chain)
     fields = [f for t in reversed(chain) for f in t.fields or ()]
     names = tuple(f.name for f in fields if f.c_repr)
-    layout = None if own_kind or hooked or not fields else (info.type_key, names)
+    # No field shown: the runtime writes the bare type key.
+    layout = None if own_kind or hooked or not names else (info.type_key, names)
     _LAYOUT[index] = layout
     return layout
 
