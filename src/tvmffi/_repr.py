@@ -18,17 +18,20 @@ import os
 from typing import Any
 
 from . import _core
+from ._core import Object
 from .function import _cached_global_func
 
-# type index -> (type key, names of the fields it prints), or None: the runtime prints it.
-_LAYOUT: dict[int, tuple[str, tuple[str, ...]] | None] = {}
+# type index -> (type key, (name, reflected getter) of each field it prints), or None:
+# the runtime prints it.
+_Layout = tuple[str, tuple[tuple[str, Any], ...]]
+_LAYOUT: dict[int, _Layout | None] = {}
 
 
 class _Cycle(Exception):
     """The graph reaches an object being printed: the runtime's ``...`` notation."""
 
 
-def _layout(obj: Any) -> tuple[str, tuple[str, ...]] | None:
+def _layout(obj: Any) -> _Layout | None:
     index = obj.type_index
     if index in _LAYOUT:
         return _LAYOUT[index]
@@ -42,7 +45,8 @@ def _layout(obj: Any) -> tuple[str, tuple[str, ...]] | None:
     own_kind = any(t.type_key.startswith("ffi.") and t.type_key != "ffi.Object" for t in chain)
     hooked = any(_core._lookup_type_attr(t.type_index, "__ffi_repr__") is not None for t in chain)
     fields = [f for t in reversed(chain) for f in t.fields or ()]
-    names = tuple(f.name for f in fields if f.c_repr)
+    # Read through the reflected field itself: a class may shadow the name in Python.
+    names = tuple((f.name, f.as_property(Object)) for f in fields if f.c_repr)
     # No field shown: the runtime writes the bare type key.
     layout = None if own_kind or hooked or not names else (info.type_key, names)
     _LAYOUT[index] = layout
@@ -98,7 +102,7 @@ def _print_fields(root: Any, runtime: Any) -> str:
             enter(item, "{", "}", _separated(pairs, flat=True))
         elif isinstance(item, _core.Object) and (layout := _layout(item)) is not None:
             key, names = layout
-            fields = [[("text", f"{n}="), ("value", getattr(item, n))] for n in names]
+            fields = [[("text", f"{n}="), ("value", get.__get__(item))] for n, get in names]
             enter(item, f"{key}(", ")", _separated(fields, flat=True))
         else:
             parts.append(str(runtime(item)))
