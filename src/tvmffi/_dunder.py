@@ -359,6 +359,8 @@ def _init_dunder(
     """The ``__init__`` to install, if any: the body's own one wrapped to allocate first
     (``@py_class``), one calling ``__ffi_init__``, or (``init=False``) a refusal."""
     own = cls.__dict__.get("__init__")
+    if getattr(own, "__ffi_placeholder__", False):  # a deferred py_class's: the body's own
+        own = cls.__dict__.get("__ffi_py_class_user_init__")
     if own is not None:
         ffi_new = _core._lookup_type_attr(info.type_index, "__ffi_new__")
         return _wrap_user_init(own, ffi_new) if py_class_mode and ffi_new is not None else None

@@ -447,17 +447,17 @@ def _try_finish(cls: type) -> bool:
         return False
     if _namespaces(cls)[2]:
         return False
-    deferred_init = cls.__dict__.get("__init__")
+    placeholder = cls.__dict__.get("__init__")
     user_init = cls.__dict__.get("__ffi_py_class_user_init__")
-    # The real __init__ (generated, or the body's own) replaces the placeholder.
-    del cls.__init__  # type: ignore[misc]
-    if user_init is not None:
-        cls.__init__ = user_init  # type: ignore[misc]
-    try:
-        _finish(cls, info)
-    except BaseException:
-        cls.__init__ = deferred_init  # type: ignore[misc]
-        raise
+    # The real __init__ (generated, or the body's own) replaces the placeholder in one
+    # assignment: a thread constructing meanwhile meets one or the other, never the
+    # base class's __init__ (which made objects without this type's fields).
+    _finish(cls, info)
+    if cls.__dict__.get("__init__") is placeholder:  # nothing was installed over it
+        if user_init is None:
+            del cls.__init__  # type: ignore[misc]
+        else:
+            cls.__init__ = user_init  # type: ignore[misc]
     if user_init is not None:
         del cls.__ffi_py_class_user_init__  # type: ignore[attr-defined]
     _PENDING.remove(cls)
@@ -518,6 +518,7 @@ def _defer(cls: type, info: TypeInfo) -> None:
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     __init__.__module__ = cls.__module__
+    __init__.__ffi_placeholder__ = True  # type: ignore[attr-defined]
     cls.__init__ = __init__  # type: ignore[misc]
     _PENDING.append(cls)
 
