@@ -231,3 +231,72 @@ def test_error_object_reinit_raises() -> None:
     with pytest.raises(RuntimeError, match="already initialized"):
         err.__init__("TypeError", "second", "")  # type: ignore[misc]
     assert err.kind == "ValueError" and err.message == "first"
+
+
+_DEEP_REPR_SCRIPT = r"""
+import resource, sys
+import tvmffi
+from tvmffi.dataclasses import field, py_class
+
+@py_class("test_reliability.DeepNode")
+class Node(tvmffi.Object):
+    child: "Node | None"
+    tag: int = field(default=7, repr=False)
+
+depth = int(sys.argv[1])
+node = None
+for _ in range(depth):
+    node = Node(node)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+text = repr(node)
+grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+expected = "test_reliability.DeepNode(child=" * depth + "None" + ")" * depth
+assert text == expected, text[:200]
+print(grown_kib)
+"""
+
+
+def test_repr_of_a_deep_py_class_chain_takes_memory_in_proportion_to_its_text() -> None:
+    # The runtime's printer keeps the text of every object printed: a chain of N
+    # objects took memory quadratic in N (6,000 levels: ~400 MB; 100,000: the OOM
+    # killer). 6,000 levels make 200 KB of text; the whole print may grow the process
+    # by a small multiple of that, not by hundreds of megabytes. (A subprocess: the
+    # peak resident size of this one says nothing after other tests.)
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", _DEEP_REPR_SCRIPT, "6000"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert int(run.stdout) < 32 * 1024, f"repr grew the process by {run.stdout.strip()} KiB"
+
+
+def test_repr_of_py_class_graphs_is_the_runtime_text() -> None:
+    # Printed field by field here, the text stays the runtime printer's own: hidden
+    # fields left out, values in its notation, shared objects in full, cycles as "...".
+    from tvmffi.dataclasses import field, py_class
+
+    @py_class("test_reliability.ReprNode")
+    class Node(tvmffi.Object):
+        name: str
+        weight: float
+        kids: list[Any] = field(default_factory=list)
+        secret: int = field(default=0, repr=False)
+
+    leaf = Node("leaf", 2.0)
+    root = Node("root", 0.5, [leaf, leaf, testing.TestIntPair(1, 2)])
+    runtime = tvmffi.get_global_func("ffi.ReprPrint")
+    assert repr(root) == runtime(root)
+    assert repr(root) == (
+        'test_reliability.ReprNode(name="root", weight=0.5, kids=['
+        'test_reliability.ReprNode(name="leaf", weight=2, kids=[]), '
+        'test_reliability.ReprNode(name="leaf", weight=2, kids=[]), '
+        "testing.TestIntPair(a=1, b=2)])"
+    )
+    root.kids.append(root)
+    assert repr(root) == runtime(root)
+    assert repr(root).endswith(", ...])")

@@ -214,3 +214,38 @@ def test_structural_check_and_call_are_one_step_for_other_threads() -> None:
             lst.pop()
 
     start_together([reader, writer], switch_interval=1e-6)
+
+
+def test_classes_registered_while_objects_of_unregistered_types_are_made() -> None:
+    # Objects of a type without a class get one made on the fly; each registration drops
+    # the made classes. Two registrations dropping the same made class at once failed
+    # with `KeyError: <index>` (the second found it gone), after a py_class had claimed
+    # its type key, so the class could not be defined again ("type key ... is already
+    # registered"). Registration is one step for every other thread.
+    from tvmffi.dataclasses import py_class
+
+    def body(t: int) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(3000):
+                u = testing.make_unregistered_object()
+                assert u.v1 == 41 and u.v2 == 42
+
+                @tvmffi.register_object("testing.TestIntPair")
+                class Pair(testing.TestIntPair):
+                    __slots__ = ()
+
+                if i % 300 == 0:
+
+                    @py_class(f"test_threads.WhileMaking{t}_{i}")
+                    class C(tvmffi.Object):
+                        a: int
+
+                    assert C(i).a == i
+
+        return run
+
+    try:
+        start_together([body(t) for t in range(THREADS)], switch_interval=1e-6)
+    finally:  # TestIntPair's own class back for the other tests
+        tvmffi.register_object("testing.TestIntPair")(testing.TestIntPair)
+    assert type(testing.make_unregistered_object()).__name__ == "TestUnregisteredObject"

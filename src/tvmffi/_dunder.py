@@ -205,46 +205,48 @@ def _wrap_user_init(user_init: Callable[..., None], ffi_new: Any) -> Callable[..
     return __init__
 
 
-def _make_copy(shallow_copy: Any) -> Callable[[Any], Any]:
-    if shallow_copy is not None:
+def _refuse_copy(self: Any) -> Any:
+    raise TypeError(
+        f"Type `{type(self).__name__}` does not support copy. "
+        "The underlying C++ type is not copy-constructible."
+    )
 
-        def __copy__(self: Any) -> Any:
-            return shallow_copy(self)
 
-    else:
+def _deep_copy(self: Any, memo: Any = None) -> Any:
+    """``copy.deepcopy``: the runtime copies the whole graph (``ffi.DeepCopy``)."""
+    return _cached_global_func("ffi.DeepCopy")(self)
 
-        def __copy__(self: Any) -> Any:
+
+def _replace_fields(self: Any, **changes: Any) -> Any:
+    """``copy.replace``: a shallow copy with ``changes`` written through the field
+    descriptors (frozen fields included)."""
+    clone = copy.copy(self)
+    for name, value in changes.items():
+        try:
+            write = getattr(type(clone), name).set
+        except AttributeError:
             raise TypeError(
-                f"Type `{type(self).__name__}` does not support copy. "
-                "The underlying C++ type is not copy-constructible."
-            )
-
-    return __copy__
-
-
-def _make_deepcopy() -> Callable[..., Any]:
-    deep_copy = _cached_global_func("ffi.DeepCopy")
-
-    def __deepcopy__(self: Any, memo: Any = None) -> Any:
-        return deep_copy(self)
-
-    return __deepcopy__
+                f"{type(clone).__name__}.__replace__() got an unexpected field {name!r}"
+            ) from None
+        write(clone, value)
+    return clone
 
 
-def _make_replace() -> Callable[..., Any]:
-    copy_copy = copy.copy
+def _copy_dunders(index: int) -> dict[str, Callable[..., Any]]:
+    """``__copy__`` (the type's ``__ffi_shallow_copy__``, or a refusal), ``__deepcopy__``
+    and ``__replace__``."""
+    shallow = _core._lookup_type_attr(index, "__ffi_shallow_copy__")
+    if shallow is None:
+        return {
+            "__copy__": _refuse_copy,
+            "__deepcopy__": _deep_copy,
+            "__replace__": _replace_fields,
+        }
 
-    def __replace__(self: Any, **changes: Any) -> Any:
-        obj = copy_copy(self)
-        cls = type(obj)
-        for key, value in changes.items():
-            setter = getattr(getattr(cls, key, None), "set", None)
-            if setter is None:
-                raise TypeError(f"{cls.__name__}.__replace__() got an unexpected field {key!r}")
-            setter(obj, value)
-        return obj
+    def __copy__(self: Any) -> Any:
+        return shallow(self)
 
-    return __replace__
+    return {"__copy__": __copy__, "__deepcopy__": _deep_copy, "__replace__": _replace_fields}
 
 
 def _set_match_args(cls: type, type_info: TypeInfo) -> None:
@@ -311,46 +313,58 @@ def _find_ffi_init(type_info: TypeInfo) -> Any:
     return _core._lookup_type_attr(type_info.type_index, "__ffi_init__")
 
 
-def _install_dataclass_dunders(
-    cls: type,
-    *,
-    init: bool,
-    repr: bool,
-    eq: bool,
-    order: bool,
-    unsafe_hash: bool,
-    match_args: bool = True,
-    py_class_mode: bool = False,
-) -> None:
+_DUNDER_OPTIONS = {
+    "init": True,
+    "repr": True,
+    "eq": False,
+    "order": False,
+    "unsafe_hash": False,
+    "match_args": True,
+}
+
+
+def _install_dataclass_dunders(cls: type, *, py_class_mode: bool = False, **options: bool) -> None:
     """Install the dataclass dunders on ``cls`` (registered, with ``__tvm_ffi_type_info__``).
 
-    ``init``: ``__init__`` from the reflected fields (``init=False``: one that
-    raises ``TypeError``); a ``@py_class`` body's own ``__init__`` is kept, run on a
-    freshly allocated object. ``repr``: the runtime's printer. ``eq``/``order``/
-    ``unsafe_hash``: recursive structural comparison and hashing (``NotImplemented``
-    across unrelated types). ``__copy__``/``__deepcopy__``/``__replace__`` always.
+    ``options`` are the decorator's ``init``/``repr``/``eq``/``order``/``unsafe_hash``/
+    ``match_args`` (``dataclasses`` defaults). ``init``: ``__init__`` from the reflected
+    fields (``init=False``: one that raises ``TypeError``); a ``@py_class`` body's own
+    ``__init__`` is kept, run on a freshly allocated object. ``repr``: the runtime's
+    printer. ``eq``/``order``/``unsafe_hash``: recursive structural comparison and
+    hashing (``NotImplemented`` across unrelated types). ``__copy__``/``__deepcopy__``/
+    ``__replace__`` always.
     """
-    type_info: TypeInfo = cls.__dict__["__tvm_ffi_type_info__"]
-    index = type_info.type_index
-    ffi_init = _find_ffi_init(type_info)
-    if "__init__" not in cls.__dict__:
-        if init and ffi_init is not None:
-            cls.__init__ = _make_init(cls, type_info, ffi_init, py_class_mode)  # type: ignore[misc]
-        elif not init:
-            cls.__init__ = _make_no_init(cls)  # type: ignore[misc]
-    elif py_class_mode:
-        ffi_new = _core._lookup_type_attr(index, "__ffi_new__")
-        if ffi_new is not None:
-            cls.__init__ = _wrap_user_init(cls.__dict__["__init__"], ffi_new)  # type: ignore[misc]
-    if repr and "__repr__" not in cls.__dict__:
-        cls.__repr__ = _repr_hook  # type: ignore[assignment,method-assign]
-    _install_comparisons(cls, eq, order, unsafe_hash)
-    if "__copy__" not in cls.__dict__:
-        shallow = _core._lookup_type_attr(index, "__ffi_shallow_copy__")
-        cls.__copy__ = _make_copy(shallow)  # type: ignore[attr-defined]
-    if "__deepcopy__" not in cls.__dict__:
-        cls.__deepcopy__ = _make_deepcopy()  # type: ignore[attr-defined]
-    if "__replace__" not in cls.__dict__:
-        cls.__replace__ = _make_replace()  # type: ignore[attr-defined]
-    if match_args:
-        _set_match_args(cls, type_info)
+    unknown = options.keys() - _DUNDER_OPTIONS.keys()
+    if unknown:
+        raise TypeError(f"unexpected dataclass options: {', '.join(sorted(unknown))}")
+    want = {**_DUNDER_OPTIONS, **options}
+    info: TypeInfo = cls.__dict__["__tvm_ffi_type_info__"]
+    generated = _copy_dunders(info.type_index)
+    init = _init_dunder(cls, info, want["init"], py_class_mode)
+    if init is not None:
+        generated["__init__"] = init
+    if want["repr"]:
+        generated["__repr__"] = _repr_hook
+    for name, value in generated.items():
+        if name not in cls.__dict__ or (name == "__init__" and py_class_mode):
+            setattr(cls, name, value)
+    _install_comparisons(cls, want["eq"], want["order"], want["unsafe_hash"])
+    if want["match_args"]:
+        _set_match_args(cls, info)
+
+
+def _init_dunder(
+    cls: type, info: TypeInfo, init: bool, py_class_mode: bool
+) -> Callable[..., None] | None:
+    """The ``__init__`` to install, if any: the body's own one wrapped to allocate first
+    (``@py_class``), one calling ``__ffi_init__``, or (``init=False``) a refusal."""
+    own = cls.__dict__.get("__init__")
+    if getattr(own, "__ffi_placeholder__", False):  # a deferred py_class's: the body's own
+        own = cls.__dict__.get("__ffi_py_class_user_init__")
+    if own is not None:
+        ffi_new = _core._lookup_type_attr(info.type_index, "__ffi_new__")
+        return _wrap_user_init(own, ffi_new) if py_class_mode and ffi_new is not None else None
+    if not init:
+        return _make_no_init(cls)
+    ffi_init = _find_ffi_init(info)
+    return None if ffi_init is None else _make_init(cls, info, ffi_init, py_class_mode)

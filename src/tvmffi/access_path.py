@@ -35,6 +35,9 @@ class AccessStep(Object):
     __slots__ = ()
 
 
+_START_FROM_ROOT = "Use AccessPath.root() to create a path to the root object"
+
+
 @register_object("ffi.reflection.AccessPath", init=False)
 class AccessPath(Object):
     """A path from a root object to a nested attribute or item."""
@@ -42,15 +45,13 @@ class AccessPath(Object):
     __slots__ = ()
 
     def __init__(self) -> None:
-        raise ValueError(
-            "AccessPath can't be initialized directly. "
-            "Use AccessPath.root() to create a path to the root object"
-        )
+        # Paths are values the runtime makes; only root() starts one.
+        raise ValueError(f"AccessPath can't be initialized directly. {_START_FROM_ROOT}")
 
-    @staticmethod
-    def root() -> AccessPath:
+    @classmethod
+    def root(cls) -> AccessPath:
         """The path of the root object."""
-        return AccessPath._root()  # type: ignore[attr-defined, no-any-return]
+        return cls._root()  # type: ignore[attr-defined, no-any-return]
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AccessPath) and bool(self._path_equal(other))  # type: ignore[attr-defined]

@@ -101,8 +101,12 @@ def include_paths() -> list[str]:
     )
 
 
+# Directories to search before the standard places (``extra_lib_paths``).
+_Dirs = list[Path] | None
+
+
 def load_lib_ctypes(
-    package: str, target_name: str, mode: str, extra_lib_paths: list[Path] | None = None
+    package: str, target_name: str, mode: str, extra_lib_paths: _Dirs = None
 ) -> ctypes.CDLL:
     """Load library ``target_name`` of distribution ``package`` with ctypes.
 
@@ -116,13 +120,13 @@ def load_lib_module(
     package: str,
     target_name: str,
     keep_module_alive: bool = True,
-    extra_lib_paths: list[Path] | None = None,
+    extra_lib_paths: _Dirs = None,
 ) -> Module:
     """Load library ``target_name`` of distribution ``package`` as an FFI :class:`Module`."""
-    from .module import load_module
+    from .module import load_module  # libinfo is imported before the module machinery
 
-    path = _find_library_by_basename(package, target_name, extra_lib_paths)
-    return load_module(str(path), keep_module_alive=keep_module_alive)
+    found = _find_library_by_basename(package, target_name, extra_lib_paths)
+    return load_module(str(found), keep_module_alive=keep_module_alive)
 
 
 def _library_names(target_name: str) -> tuple[str, ...]:
@@ -168,7 +172,7 @@ def _env_dirs() -> list[Path]:
 def _find_library_by_basename(
     package: str,
     target_name: str,
-    extra_lib_paths: list[Path] | None = None,
+    extra_lib_paths: _Dirs = None,
     *,
     use_fallback_build_path: bool = True,
     use_env_path: bool = True,

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from . import _core, _function_doc
 from ._core import Object
+from ._repr import forget_layouts, print_graph
 from .function import _cached_global_func
 
 __all__ = [
@@ -427,6 +428,7 @@ def _refresh_type_info(info: TypeInfo) -> None:
     """Re-read a type's fields and methods from the runtime into ``info`` (kept as the
     cached object, so identities hold); ``frozen``/``dataclass_field`` are kept by name."""
     _TYPE_INFO_CACHE.pop(info.type_index, None)
+    forget_layouts()
     fresh = _type_info_by_index(info.type_index)
     old = {f.name: f for f in info.fields or ()}
     for f in fresh.fields:
@@ -529,11 +531,39 @@ def _make_no_init(cls: type, key: str) -> Callable[..., None]:
 
 
 _REGISTERED: dict[int, type] = {}
+# Guards every change of the class registries (_REGISTERED and the extension's, kept
+# equal): a registration, with the drop of generated classes it implies, and the making
+# of a generated class are each one step for every other thread. Re-entrant: making an
+# object while registering may generate a class on the same thread.
+_REGISTRY_LOCK = threading.RLock()
+
+
+def _bind_class(index: int, cls: type) -> None:
+    """``cls`` wraps the objects of type ``index`` from now on, in both registries."""
+    with _REGISTRY_LOCK:
+        _core.register_object_class(index, cls)
+        _REGISTERED[index] = cls
+
+
+def _unbind_class(index: int, cls: type) -> None:
+    """Forget ``cls`` for type ``index``, in both registries, if it is still the one."""
+    with _REGISTRY_LOCK:
+        if _REGISTERED.get(index) is cls:
+            del _REGISTERED[index]
+            _core.unregister_object_class(index)
 
 
 def _register_class(cls: _T, key: str, *, install: bool = True, init: bool = True) -> _T:
     if not (isinstance(cls, type) and issubclass(cls, Object)):
         raise TypeError("register_object expects a subclass of tvmffi.Object")
+    with _REGISTRY_LOCK:
+        _bind_new_class(cls, key, install=install, init=init)
+    return cls
+
+
+def _bind_new_class(cls: type[Object], key: str, *, install: bool, init: bool) -> None:
+    """Register ``cls`` for ``key`` (descriptors and ``__init__`` first); the caller holds
+    the registry lock."""
     index = _key_to_index(key)
     if not _is_synthetic(cls):
         _forget_synthetic()
@@ -549,9 +579,7 @@ def _register_class(cls: _T, key: str, *, install: bool = True, init: bool = Tru
             cls.__init__ = _make_init(cls, ffi_init)  # type: ignore[method-assign]
         else:
             cls.__init__ = _make_no_init(cls, key)  # type: ignore[method-assign]
-    _core.register_object_class(index, cls)
-    _REGISTERED[index] = cls
-    return cls
+    _bind_class(index, cls)
 
 
 def _is_synthetic(cls: type) -> bool:
@@ -560,13 +588,9 @@ def _is_synthetic(cls: type) -> bool:
 
 def _forget_synthetic() -> None:
     """Drop generated subclasses: a newly registered class may be a nearer ancestor."""
-    # Over a copy (dict.copy() allocates no per-entry objects, so no garbage collection,
-    # finalizer or thread switch can run in the middle of it, unlike list(d.items())):
-    # another thread registering a class meanwhile changed the registry's size.
-    for index, cls in _REGISTERED.copy().items():
-        if _is_synthetic(cls) and _REGISTERED.get(index) is cls:
-            del _REGISTERED[index]
-            _core.unregister_object_class(index)
+    with _REGISTRY_LOCK:
+        for index, cls in [(i, c) for i, c in _REGISTERED.items() if _is_synthetic(c)]:
+            _unbind_class(index, cls)
 
 
 def _subclass_hook(index: int, ancestor: type) -> type:
@@ -576,6 +600,12 @@ def _subclass_hook(index: int, ancestor: type) -> type:
     ancestor's Python methods apply) and adds the subtype's own reflected
     fields and methods. Registering a class for the subtype later replaces it.
     """
+    with _REGISTRY_LOCK:
+        made = _REGISTERED.get(index)  # by another thread while this one waited
+        return made if made is not None else _make_subclass(index, ancestor)
+
+
+def _make_subclass(index: int, ancestor: type) -> type:
     key = _type_info_by_index(index).type_key
     module, _, name = key.rpartition(".")
     namespace = {
@@ -688,9 +718,10 @@ def _dir_hook(obj: Object) -> list[str]:
 
 
 def _repr_hook(obj: Object) -> str:
-    """The runtime's printer (``ffi.ReprPrint``), as the official binding; never raises."""
+    """The runtime's printer's text (``ffi.ReprPrint``), as the official binding, in memory
+    proportional to it (:mod:`._repr`); never raises."""
     try:
-        return str(_cached_global_func("ffi.ReprPrint")(obj))
+        return print_graph(obj)
     except Exception:
         return f"{type(obj).__name__}({obj.__chandle__()})"
 

@@ -8,19 +8,9 @@ from typing import Any
 
 __all__ = ["to_cpp_dtype"]
 
-_CPU = {
-    "int8": "int8_t",
-    "int16": "int16_t",
-    "int32": "int32_t",
-    "int64": "int64_t",
-    "uint8": "uint8_t",
-    "uint16": "uint16_t",
-    "uint32": "uint32_t",
-    "uint64": "uint64_t",
-    "float32": "float",
-    "float64": "double",
-    "bool": "bool",
-}
+# Fixed-width integers are <stdint.h>'s ``intN_t``; the rest are C++ builtins.
+_CPU = {f"{sign}int{bits}": f"{sign}int{bits}_t" for sign in ("", "u") for bits in (8, 16, 32, 64)}
+_CPU.update(float32="float", float64="double", bool="bool")
 # Types from cuda_fp16.h, cuda_bf16.h, cuda_fp8.h and cuda_fp4.h.
 _CUDA = {
     "float16": "__half",

@@ -31,6 +31,12 @@ from ..module import Module, load_module
 
 __all__ = ["build", "build_inline", "load", "load_inline"]
 
+# Parameter types of the four entry points.
+_Sources = Sequence[str] | str | None
+_Flags = Sequence[str] | None
+_Functions = Mapping[str, str] | Sequence[str] | str | None
+_Cubins = Mapping[str, bytes] | None
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HEADERS = (
     # Exported functions carry their type schema (__tvm_ffi__metadata_<name>):
@@ -137,22 +143,18 @@ def _run(job: Job, build_directory: str | os.PathLike[str] | None) -> str:
     return _run_job(job, build_dir)
 
 
-def _load(path: str, keep_module_alive: bool) -> Module:
-    return load_module(path, keep_module_alive=keep_module_alive)
-
-
 def build_inline(
     name: str,
     *,
-    cpp_sources: Sequence[str] | str | None = None,
-    cuda_sources: Sequence[str] | str | None = None,
-    functions: Mapping[str, str] | Sequence[str] | str | None = None,
-    extra_cflags: Sequence[str] | None = None,
-    extra_cuda_cflags: Sequence[str] | None = None,
-    extra_ldflags: Sequence[str] | None = None,
-    extra_include_paths: Sequence[str] | None = None,
+    cpp_sources: _Sources = None,
+    cuda_sources: _Sources = None,
+    functions: _Functions = None,
+    extra_cflags: _Flags = None,
+    extra_cuda_cflags: _Flags = None,
+    extra_ldflags: _Flags = None,
+    extra_include_paths: _Flags = None,
     build_directory: str | None = None,
-    embed_cubin: Mapping[str, bytes] | None = None,
+    embed_cubin: _Cubins = None,
     backend: str | None = None,
     output: str | None = None,
 ) -> str:
@@ -288,15 +290,15 @@ def _job(
 def load_inline(
     name: str,
     *,
-    cpp_sources: Sequence[str] | str | None = None,
-    cuda_sources: Sequence[str] | str | None = None,
-    functions: Mapping[str, str] | Sequence[str] | str | None = None,
-    extra_cflags: Sequence[str] | None = None,
-    extra_cuda_cflags: Sequence[str] | None = None,
-    extra_ldflags: Sequence[str] | None = None,
-    extra_include_paths: Sequence[str] | None = None,
+    cpp_sources: _Sources = None,
+    cuda_sources: _Sources = None,
+    functions: _Functions = None,
+    extra_cflags: _Flags = None,
+    extra_cuda_cflags: _Flags = None,
+    extra_ldflags: _Flags = None,
+    extra_include_paths: _Flags = None,
     build_directory: str | None = None,
-    embed_cubin: Mapping[str, bytes] | None = None,
+    embed_cubin: _Cubins = None,
     keep_module_alive: bool = True,
     backend: str | None = None,
 ) -> Module:
@@ -375,32 +377,21 @@ def load_inline(
     >>> import inspect; str(inspect.signature(mod.add))
     '(arg0: int, arg1: int, /) -> int'
     """
-    path = build_inline(
-        name,
-        cpp_sources=cpp_sources,
-        cuda_sources=cuda_sources,
-        functions=functions,
-        extra_cflags=extra_cflags,
-        extra_cuda_cflags=extra_cuda_cflags,
-        extra_ldflags=extra_ldflags,
-        extra_include_paths=extra_include_paths,
-        build_directory=build_directory,
-        embed_cubin=embed_cubin,
-        backend=backend,
-    )
-    return _load(path, keep_module_alive)
+    options = dict(locals())  # exactly the parameters: build_inline's, and keep_module_alive
+    keep = options.pop("keep_module_alive")
+    return load_module(build_inline(**options), keep_module_alive=keep)
 
 
 def build(
     name: str,
     *,
-    sources: Sequence[str] | str | None = None,
-    cpp_files: Sequence[str] | str | None = None,
-    cuda_files: Sequence[str] | str | None = None,
-    extra_cflags: Sequence[str] | None = None,
-    extra_cuda_cflags: Sequence[str] | None = None,
-    extra_ldflags: Sequence[str] | None = None,
-    extra_include_paths: Sequence[str] | None = None,
+    sources: _Sources = None,
+    cpp_files: _Sources = None,
+    cuda_files: _Sources = None,
+    extra_cflags: _Flags = None,
+    extra_cuda_cflags: _Flags = None,
+    extra_ldflags: _Flags = None,
+    extra_include_paths: _Flags = None,
     build_directory: str | None = None,
     backend: str | None = None,
     output: str | None = None,
@@ -476,13 +467,13 @@ def build(
 def load(
     name: str,
     *,
-    sources: Sequence[str] | str | None = None,
-    cpp_files: Sequence[str] | str | None = None,
-    cuda_files: Sequence[str] | str | None = None,
-    extra_cflags: Sequence[str] | None = None,
-    extra_cuda_cflags: Sequence[str] | None = None,
-    extra_ldflags: Sequence[str] | None = None,
-    extra_include_paths: Sequence[str] | None = None,
+    sources: _Sources = None,
+    cpp_files: _Sources = None,
+    cuda_files: _Sources = None,
+    extra_cflags: _Flags = None,
+    extra_cuda_cflags: _Flags = None,
+    extra_ldflags: _Flags = None,
+    extra_include_paths: _Flags = None,
     build_directory: str | None = None,
     keep_module_alive: bool = True,
     backend: str | None = None,
@@ -512,16 +503,6 @@ def load(
     CompileError
         A compile or link failed.
     """
-    path = build(
-        name,
-        sources=sources,
-        cpp_files=cpp_files,
-        cuda_files=cuda_files,
-        extra_cflags=extra_cflags,
-        extra_cuda_cflags=extra_cuda_cflags,
-        extra_ldflags=extra_ldflags,
-        extra_include_paths=extra_include_paths,
-        build_directory=build_directory,
-        backend=backend,
-    )
-    return _load(path, keep_module_alive)
+    options = dict(locals())  # exactly the parameters: build's, and keep_module_alive
+    keep = options.pop("keep_module_alive")
+    return load_module(build(**options), keep_module_alive=keep)

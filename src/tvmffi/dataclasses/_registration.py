@@ -27,7 +27,7 @@ from ..object import (
     _HASH_OFF,
     _INIT_OFF,
     _KW_ONLY,
-    _REGISTERED,
+    _REGISTRY_LOCK,
     _REPR_OFF,
     _SEQ_HASH_DEF_PATTERN,
     _SEQ_HASH_DEF_SIMPLE,
@@ -35,8 +35,10 @@ from ..object import (
     _TYPE_INFO_CACHE,
     MISSING,
     TypeInfo,
+    _bind_class,
     _forget_synthetic,
     _refresh_type_info,
+    _unbind_class,
 )
 
 _OBJECT_HEADER_SIZE = 24  # sizeof(TVMFFIObject)
@@ -75,11 +77,15 @@ def register_py_class(parent_info: TypeInfo, type_key: str, cls: type) -> TypeIn
     ancestors = (*parent_info.ancestors, parent_info.type_index)
     info = TypeInfo(index, type_key, ancestors, None, ())
     _TYPE_INFO_CACHE[index] = info
-    _forget_synthetic()
+    try:
+        with _REGISTRY_LOCK:
+            _forget_synthetic()
+            _bind_class(index, cls)
+    except BaseException:  # the key stays claimable by a later decoration
+        _RETRYABLE[type_key] = (index, parent_info.type_index)
+        raise
     cls.__tvm_ffi_type_index__ = index  # type: ignore[attr-defined]
     cls.__tvm_ffi_type_info__ = info  # type: ignore[attr-defined]
-    _core.register_object_class(index, cls)
-    _REGISTERED[index] = cls
     return info
 
 
@@ -98,9 +104,7 @@ def unregister_py_class(cls: type, info: TypeInfo) -> None:
     runtime_fields = _core._type_info(info.type_index, MISSING)[3]
     if not runtime_fields and info.parent_type_index is not None:
         _RETRYABLE[info.type_key] = (info.type_index, info.parent_type_index)
-    if _REGISTERED.get(info.type_index) is cls:
-        del _REGISTERED[info.type_index]
-        _core.unregister_object_class(info.type_index)
+    _unbind_class(info.type_index, cls)
     for name in ("__tvm_ffi_type_index__", "__tvm_ffi_type_info__"):
         if name in cls.__dict__:
             delattr(cls, name)

@@ -14,18 +14,32 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from typing_extensions import dataclass_transform
+from typing_extensions import Unpack, dataclass_transform
 
 from .. import _core
 from .._dunder import _find_ffi_init, _install_dataclass_dunders, _payload_enum_normalizers
 from ..object import TypeInfo, register_object
 from ._registration import add_type_attr_class_attrs, install_ffi_init_attr
 from .field import Field, _field_converter, field
-from .py_class import _FFI_TYPE_ATTR_NAMES
+from .py_class import _DATACLASS_DEFAULTS, _FFI_TYPE_ATTR_NAMES, _DataclassOptions, _with_defaults
 
 __all__ = ["c_class"]
 
 _T = TypeVar("_T", bound=type)
+
+
+# Field option <- the reflected field's attribute that carries it.
+_FIELD_OPTION_SOURCES = {
+    "default": "c_default",
+    "default_factory": "c_default_factory",
+    "init": "c_init",
+    "repr": "c_repr",
+    "hash": "c_hash",
+    "compare": "c_compare",
+    "kw_only": "c_kw_only",
+    "structural_eq": "c_structural_eq",
+    "doc": "doc",
+}
 
 
 def _attach_field_objects(cls: type, type_info: TypeInfo, *, frozen: bool = False) -> None:
@@ -33,27 +47,14 @@ def _attach_field_objects(cls: type, type_info: TypeInfo, *, frozen: bool = Fals
     built from its reflection flags and the class annotation; ``frozen`` freezes them all."""
     try:
         hints = typing.get_type_hints(cls)
-    except Exception:
+    except Exception:  # an annotation that does not resolve here: fields go untyped
         hints = {}
-    for tf in type_info.fields or ():
-        if frozen:
-            tf.frozen = True
-        f = Field(
-            name=tf.name,
-            _ty_schema=tf.ty,
-            default=tf.c_default,
-            default_factory=tf.c_default_factory,
-            frozen=tf.frozen,
-            init=tf.c_init,
-            repr=tf.c_repr,
-            hash=tf.c_hash,
-            compare=tf.c_compare,
-            kw_only=tf.c_kw_only,
-            structural_eq=tf.c_structural_eq,
-            doc=tf.doc,
-        )
-        f.type = hints.get(tf.name)
-        tf.dataclass_field = f
+    for reflected in type_info.fields or ():
+        reflected.frozen = reflected.frozen or frozen
+        options = {opt: getattr(reflected, src) for opt, src in _FIELD_OPTION_SOURCES.items()}
+        made = Field(reflected.name, reflected.ty, frozen=reflected.frozen, **options)
+        made.type = hints.get(reflected.name)
+        reflected.dataclass_field = made
 
 
 class _PayloadEnumProperty:
@@ -116,17 +117,7 @@ def _warn_missing_field_annotations(cls: type, type_info: TypeInfo, *, stackleve
 
 
 @dataclass_transform(eq_default=False, order_default=False, field_specifiers=(Field, field))
-def c_class(
-    type_key: str,
-    *,
-    frozen: bool = False,
-    init: bool = True,
-    repr: bool = True,
-    eq: bool = False,
-    order: bool = False,
-    unsafe_hash: bool = False,
-    match_args: bool = True,
-) -> Callable[[_T], _T]:
+def c_class(type_key: str, **options: Unpack[_DataclassOptions]) -> Callable[[_T], _T]:
     """Register the C++ type ``type_key`` for the decorated class, with dataclass dunders.
 
     ``init``: ``__init__`` from the reflected fields (their init/kw_only/default
@@ -138,6 +129,9 @@ def c_class(
     """
     if not isinstance(type_key, str):
         raise TypeError(f"c_class expects a type key string, got {type(type_key).__name__}")
+
+    dunders = _with_defaults("c_class", options, _DATACLASS_DEFAULTS)
+    frozen = dunders.pop("frozen")
 
     def decorator(cls: _T) -> _T:
         for name, value in list(cls.__dict__.items()):
@@ -161,15 +155,7 @@ def c_class(
         ffi_init = _find_ffi_init(type_info)
         if ffi_init is not None and "__ffi_init__" not in cls.__dict__:
             install_ffi_init_attr(cls, type_info, ffi_init)
-        _install_dataclass_dunders(
-            cls,
-            init=init,
-            repr=repr,
-            eq=eq,
-            order=order,
-            unsafe_hash=unsafe_hash,
-            match_args=match_args,
-        )
+        _install_dataclass_dunders(cls, **dunders)
         cls.__ffi_is_dataclass__ = True  # type: ignore[attr-defined]
         return cls
 

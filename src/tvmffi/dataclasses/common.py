@@ -16,20 +16,9 @@ __all__ = ["asdict", "astuple", "fields", "is_dataclass", "replace"]
 
 _T = TypeVar("_T")
 
-# Values returned as they are (immutable leaves), as in the stdlib's dataclasses.
-_ATOMIC_TYPES: frozenset[type] = frozenset(
-    {
-        bool,
-        bytes,
-        complex,
-        float,
-        int,
-        str,
-        type(None),
-        type(Ellipsis),
-        type(NotImplemented),
-    }
-)
+# Leaves copied by reference, the stdlib's ``dataclasses`` list of immutable builtins.
+_ATOMIC_TYPES: frozenset[type] = frozenset((type(None), bool, int, float, complex, str, bytes))
+_ATOMIC_TYPES |= {type(Ellipsis), type(NotImplemented)}
 
 
 def is_dataclass(obj: Any) -> bool:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from collections.abc import Iterator
+from typing import Any, ClassVar, NamedTuple
 
 from .. import _core
 from ..container import Dict
@@ -36,8 +36,7 @@ __all__ = [
 ]
 
 ENUM_STATE_ATTR = "__ffi_enum__"
-_INT64_MIN = -(1 << 63)
-_INT64_MAX = (1 << 63) - 1
+_I64 = range(-(1 << 63), 1 << 63)
 
 
 @c_class("ffi.EnumState")
@@ -47,23 +46,24 @@ class EnumState(Object):
 
     __slots__ = ()
     entries: Any
+    """The variants, in the order they were made."""
     indexes: Any
+    """Each variant under its int index and under its str index."""
     attrs: Any
+    """Extensible attributes: name to {variant: value}."""
 
 
 class _EnumEntry:
-    """A variant declaration: the values given to :func:`entry`."""
+    """What the class body said of one variant: the field values given to :func:`entry`."""
 
     __slots__ = ("args", "kwargs")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.args = args
-        self.kwargs = kwargs
+        self.args, self.kwargs = args, kwargs
 
     def __repr__(self) -> str:
-        values = [repr(a) for a in self.args]
-        values.extend(f"{k}={v!r}" for k, v in self.kwargs.items())
-        return f"entry({', '.join(values)})"
+        shown = list(map(repr, self.args)) + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return "entry(" + ", ".join(shown) + ")"
 
 
 def entry(*args: Any, **kwargs: Any) -> Any:
@@ -74,68 +74,64 @@ def entry(*args: Any, **kwargs: Any) -> Any:
 
 def auto() -> Any:
     """Declare a variant whose indices come from its position and name."""
-    return _EnumEntry()
+    return entry()
 
 
-class _ClassProperty:
-    __slots__ = ("fget",)
-
-    def __init__(self, fget: Callable[[type], Any]) -> None:
-        self.fget = fget
-
-    def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        return self.fget(owner if owner is not None else type(instance))
-
-
-def _normalize_index(index: Any) -> int | str:
-    if isinstance(index, bool):
-        return int(index)
-    if isinstance(index, int):
-        if not _INT64_MIN <= index <= _INT64_MAX:
-            raise OverflowError(f"enum integer index {index} is outside int64")
-        return index
+def _index_key(index: Any) -> int | str:
+    """An index as the state's map keys it (bools count as ints; ints must fit int64)."""
     if isinstance(index, str):
         return index
-    raise TypeError(f"enum index must be int or str, got {type(index).__name__}")
+    if not isinstance(index, int):
+        raise TypeError(f"enum index must be int or str, got {type(index).__name__}")
+    if index not in _I64:
+        raise OverflowError(f"enum integer index {index} is outside int64")
+    return int(index)
 
 
-def _state(cls: type, *, create: bool = False) -> Any:
-    """The type's ``__ffi_enum__`` state; made and registered first with ``create``."""
+def _enum_state(cls: type, *, create: bool = False) -> Any:
+    """The type's ``__ffi_enum__`` state (None when it has none); ``create`` makes it."""
     info = getattr(cls, "__tvm_ffi_type_info__", None)
     if info is None:
         return None
-    state = _core._lookup_type_attr(info.type_index, ENUM_STATE_ATTR)
-    if state is None and create:
-        _core._py_class_register_attr(info.type_index, ENUM_STATE_ATTR, EnumState())  # type: ignore[call-arg]
-        state = _core._lookup_type_attr(info.type_index, ENUM_STATE_ATTR)
-    return state
+    found = _core._lookup_type_attr(info.type_index, ENUM_STATE_ATTR)
+    if found is not None or not create:
+        return found
+    _core._py_class_register_attr(info.type_index, ENUM_STATE_ATTR, EnumState())  # type: ignore[call-arg]
+    return _core._lookup_type_attr(info.type_index, ENUM_STATE_ATTR)
 
 
-def _ordered_entries(cls: type) -> list[Any]:
-    state = _state(cls)
-    return [] if state is None else list(state.entries)
+def _variants(cls: type) -> list[Any]:
+    state = _enum_state(cls)
+    return list(state.entries) if state is not None else []
 
 
 class _EnumMeta(type):
-    """Iterating an enum class gives its variants; ``Cls(index)`` the variant at an index."""
+    """An enum class iterates over its variants; ``Cls(index)`` looks one up."""
 
     def __iter__(cls) -> Iterator[Any]:
-        return iter(_ordered_entries(cls))
+        yield from _variants(cls)
 
     def __len__(cls) -> int:
-        return len(_ordered_entries(cls))
+        return len(_variants(cls))
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and len(args) == 1:
-            value = args[0]
-            if isinstance(value, cls):
-                return value
-            if isinstance(value, (int, str)):
-                try:
-                    return cls.get(value)  # type: ignore[attr-defined]
-                except KeyError:
-                    raise ValueError(f"{value!r} is not a valid {cls.__name__}") from None
-        return super().__call__(*args, **kwargs)
+        lookup = len(args) == 1 and not kwargs and isinstance(args[0], (cls, int, str))
+        if not lookup:
+            return type.__call__(cls, *args, **kwargs)
+        if isinstance(args[0], cls):
+            return args[0]
+        try:
+            return cls.get(args[0])  # type: ignore[attr-defined]
+        except KeyError:
+            raise ValueError(f"{args[0]!r} is not a valid {cls.__name__}") from None
+
+
+class _AttrDictDescriptor:
+    """``Cls.attr_dict``: read on the class, it is the state's attribute dictionary."""
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        state = _enum_state(owner if owner is not None else type(instance))
+        return state.attrs if state is not None else Dict({})
 
 
 @c_class("ffi.Enum", init=False)
@@ -146,49 +142,31 @@ class Enum(Object, metaclass=_EnumMeta):
     _int_index: int
     _str_index: str
 
-    def __init_subclass__(
-        cls,
-        *,
-        type_key: str | None = None,
-        frozen: bool = True,
-        init: bool = True,
-        repr: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init_subclass__(**kwargs)
-        if type_key is None:
-            return
-        payload = int if issubclass(cls, IntEnum) else str if issubclass(cls, StrEnum) else None
-        user_repr = "__repr__" in cls.__dict__
-        binders, declarations = _collect_declarations(cls, payload)
-        cxx_backed = _core._type_key_to_index(type_key) is not None
-        if cxx_backed:
-            c_class(type_key, init=init, repr=repr)(cls)
-        else:
-            py_class(type_key, frozen=frozen, structural_eq="singleton")(cls)
-        if payload is not None:
-            _install_payload_behavior(cls, payload, user_repr)
-        _resolve(cls, binders, declarations, type_key, cxx_backed, payload)
+    attr_dict: ClassVar[Any] = _AttrDictDescriptor()
+    """The live extensible-attribute dictionary (name to {variant: value})."""
+
+    def __init_subclass__(cls, *, type_key: str | None = None, **options: Any) -> None:
+        """``type_key=`` makes the subclass an enum type; ``frozen=`` (Python-defined
+        types), ``init=`` and ``repr=`` (C++-defined ones) tune how it is bound."""
+        chosen = {k: options.pop(k, True) for k in ("frozen", "init", "repr")}
+        super().__init_subclass__(**options)
+        if type_key is not None:
+            _define_enum(cls, type_key, **chosen)
 
     @classmethod
     def get(cls, index: int | str) -> Any:
         """The variant at an integer or string index; ``KeyError`` when none."""
-        index = _normalize_index(index)
-        state = _state(cls)
-        if state is not None and index in state.indexes:
-            return state.indexes[index]
-        raise KeyError(index)
+        key = _index_key(index)
+        state = _enum_state(cls)
+        found = state.indexes.get(key) if state is not None else None
+        if found is None:
+            raise KeyError(key)
+        return found
 
     @classmethod
     def all_entries(cls) -> Iterator[Any]:
         """The variants in declaration order."""
-        return iter(_ordered_entries(cls))
-
-    @_ClassProperty
-    def attr_dict(cls: type) -> Any:
-        """The live extensible-attribute dictionary (name to {variant: value})."""
-        state = _state(cls)
-        return Dict({}) if state is None else state.attrs
+        return iter(_variants(cls))
 
     @classmethod
     def def_attr(cls, name: str, *, default: Any = MISSING) -> EnumAttrMap:
@@ -203,43 +181,40 @@ class EnumAttrMap:
     __slots__ = ("_default", "_enum_cls", "_name")
 
     def __init__(self, enum_cls: type, name: str, *, default: Any = MISSING) -> None:
-        self._enum_cls = enum_cls
-        self._name = name
-        self._default = default
+        self._enum_cls, self._name, self._default = enum_cls, name, default
 
-    def _check(self, variant: object) -> None:
+    @property
+    def name(self) -> str:
+        """The attribute name."""
+        return self._name
+
+    def _values(self, variant: object, *, make: bool = False) -> Any:
+        """The {variant: value} map of this attribute (None when absent and not ``make``);
+        a variant of another type is a ``TypeError``."""
         if not isinstance(variant, self._enum_cls):
             raise TypeError(f"expected {self._enum_cls.__name__}, got {type(variant).__name__}")
-
-    def _column(self, create: bool) -> Any:
-        state = _state(self._enum_cls, create=create)
-        if state is None:
-            return None
-        attrs = state.attrs
-        column = attrs.get(self._name)
-        if column is None and create:
-            column = Dict({})
-            attrs[self._name] = column
-        return column
+        state = _enum_state(self._enum_cls, create=make)
+        values = None if state is None else state.attrs.get(self._name)
+        if values is None and make:
+            values = state.attrs[self._name] = Dict({})
+        return values
 
     def __setitem__(self, variant: object, value: Any) -> None:
-        self._check(variant)
-        self._column(True)[variant] = value
+        self._values(variant, make=True)[variant] = value
 
     def __getitem__(self, variant: object) -> Any:
-        self._check(variant)
-        column = self._column(False)
-        if column is not None and variant in column:
-            return column[variant]
-        if self._default is not MISSING:
-            return self._default
-        raise KeyError(f"{variant!r} has no extensible attribute {self._name!r}")
+        values = self._values(variant)
+        if values is not None and variant in values:
+            return values[variant]
+        if self._default is MISSING:
+            raise KeyError(f"{variant!r} has no extensible attribute {self._name!r}")
+        return self._default
 
     def __contains__(self, variant: object) -> bool:
         if not isinstance(variant, self._enum_cls):
             return False
-        column = self._column(False)
-        return column is not None and variant in column
+        values = self._values(variant)
+        return values is not None and variant in values
 
     def get(self, variant: object, default: Any = None) -> Any:
         """The stored value, or ``default``."""
@@ -247,194 +222,196 @@ class EnumAttrMap:
             return default
         return self[variant]
 
-    @property
-    def name(self) -> str:
-        """The attribute name."""
-        return self._name
 
-
-def _install_payload_behavior(cls: type, payload: type, user_repr: bool) -> None:
-    """IntEnum/StrEnum variants compare, hash and print as their payload."""
+class _PayloadBehaviour:
+    """What an IntEnum/StrEnum variant does as its payload (``value``): compare, hash and
+    print; copied onto each payload enum class where its body does not say otherwise."""
 
     def __eq__(self: Any, other: object) -> Any:
         if isinstance(other, type(self)):
-            return self.value == other.value
-        if isinstance(other, payload):
-            return self.value == other
-        return NotImplemented
+            other = other.value
+        elif not isinstance(other, type(self.value)):
+            return NotImplemented
+        return self.value == other
 
     def __ne__(self: Any, other: object) -> Any:
-        result = __eq__(self, other)
-        return NotImplemented if result is NotImplemented else not result
+        same = _PayloadBehaviour.__eq__(self, other)
+        return same if same is NotImplemented else not same
 
-    defaults: dict[str, Any] = {
-        "__eq__": __eq__,
-        "__ne__": __ne__,
-        "__str__": lambda self: str(self.value),
-        "__hash__": lambda self: hash(self.value),
-    }
-    for name, value in defaults.items():
-        if name not in cls.__dict__:
-            setattr(cls, name, value)
-    if "name" not in cls.__dict__:
-        cls.name = property(lambda self: str(self._str_index))  # type: ignore[attr-defined]
-    if not user_repr:
+    def __hash__(self: Any) -> int:
+        return hash(self.value)
 
-        def __repr__(self: Any) -> str:
-            return f"{type(self).__name__}.{self.name}"
+    def __str__(self: Any) -> str:
+        return str(self.value)
 
-        cls.__repr__ = __repr__  # type: ignore[method-assign,assignment]
+    def __repr__(self: Any) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    @property
+    def name(self: Any) -> str:
+        return str(self._str_index)
 
 
-def _reject_value_field(cls: type, base_name: str) -> None:
-    if "value" in cls.__dict__ or "value" in inspect.get_annotations(cls):
-        raise TypeError(f"{base_name} reserves `value` as its canonical index alias")
+_PAYLOAD_NAMES = ("__eq__", "__ne__", "__hash__", "__str__", "__repr__", "name")
+
+
+class _PayloadEnum(Enum):
+    """Shared checks of :class:`IntEnum` and :class:`StrEnum` subclasses."""
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        kind = next(base for base in cls.__mro__ if _PayloadEnum in base.__bases__)
+        if kind is not cls and ("value" in cls.__dict__ or "value" in inspect.get_annotations(cls)):
+            raise TypeError(f"{kind.__name__} reserves `value` as its canonical index alias")
+        super().__init_subclass__(**kwargs)
 
 
 @c_class("ffi.IntEnum", init=False)
-class IntEnum(Enum):
+class IntEnum(_PayloadEnum):
     """Enum whose ``value`` is its signed 64-bit integer index."""
 
     __slots__ = ()
     value: int
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        _reject_value_field(cls, "IntEnum")
-        super().__init_subclass__(**kwargs)
-
 
 @c_class("ffi.StrEnum", init=False)
-class StrEnum(Enum):
+class StrEnum(_PayloadEnum):
     """Enum whose ``name`` and ``value`` are its string index."""
 
     __slots__ = ()
     value: str
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        _reject_value_field(cls, "StrEnum")
-        super().__init_subclass__(**kwargs)
+
+class _Variant(NamedTuple):
+    """One variant to find or make: its class attribute, its indices (``None``: the next
+    ordinal), the remaining field values, and whether only a bare annotation named it."""
+
+    alias: str
+    int_index: int | None
+    str_index: str
+    decl: _EnumEntry
+    bare: bool
 
 
 def _is_class_var(annotation: Any) -> bool:
-    if annotation is ClassVar or typing.get_origin(annotation) is ClassVar:
-        return True
     if isinstance(annotation, str):
-        return annotation.replace(" ", "").startswith(("ClassVar", "typing.ClassVar"))
-    return False
+        text = annotation.replace(" ", "")
+        return text.startswith("ClassVar") or text.startswith("typing.ClassVar")
+    return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
 
 
-def _collect_declarations(
-    cls: type, payload: type | None
-) -> tuple[list[str], dict[str, _EnumEntry]]:
-    """Bare ``name: ClassVar[...]`` binders and ``name = entry(...)`` declarations of the
-    body (a plain value declares a payload variant); the declarations leave the class."""
+def _payload_of(cls: type) -> type | None:
+    if issubclass(cls, IntEnum):
+        return int
+    return str if issubclass(cls, StrEnum) else None
+
+
+def _declared_variants(cls: type, payload: type | None) -> list[_Variant]:
+    """The variants the body declares, bare ``ClassVar`` binders first; each declaration
+    is taken off the class (the variant object takes its place later)."""
     annotations = inspect.get_annotations(cls)
-    binders = [
-        name
-        for name, ann in annotations.items()
-        if not name.startswith("_") and _is_class_var(ann) and name not in cls.__dict__
+    public = [n for n in annotations if not n.startswith("_")]
+    found: list[_Variant] = [
+        _Variant(n, None, n, _EnumEntry(), True)
+        for n in public
+        if n not in cls.__dict__ and _is_class_var(annotations[n])
     ]
-    fields = {name for name, ann in annotations.items() if not _is_class_var(ann)}
-    declarations: dict[str, _EnumEntry] = {}
     for name, value in list(cls.__dict__.items()):
-        if name.startswith("_") or name in fields:
+        if name.startswith("_") or (name in annotations and not _is_class_var(annotations[name])):
             continue
-        if isinstance(value, _EnumEntry):
-            declarations[name] = value
-        elif payload is not None and not (
-            isinstance(value, (staticmethod, classmethod, property)) or callable(value)
-        ):
-            declarations[name] = _EnumEntry(value=value)
-        else:
-            continue
+        if not isinstance(value, _EnumEntry):
+            descriptor = isinstance(value, (staticmethod, classmethod, property))
+            if payload is None or descriptor or callable(value):
+                continue
+            value = _EnumEntry(value=value)
+        found.append(_with_indices(cls, name, value, payload))
         delattr(cls, name)
-    return binders, declarations
+    return found
 
 
-def _indices(
-    cls: type, alias: str, ordinal: int, declaration: _EnumEntry, payload: type | None
-) -> tuple[int, str, _EnumEntry]:
-    kwargs = dict(declaration.kwargs)
-    if "_int_index" in kwargs or "_str_index" in kwargs:
+def _with_indices(cls: type, alias: str, decl: _EnumEntry, payload: type | None) -> _Variant:
+    """A declaration's indices: a payload enum's ``value`` is its int (IntEnum) or str
+    (StrEnum) index; the other index comes from position or name."""
+    if {"_int_index", "_str_index"} & decl.kwargs.keys():
         raise TypeError(f"{cls.__name__}.{alias}: enum indices are inferred")
     if payload is None:
-        return ordinal, alias, declaration
-    if "value" not in kwargs:
+        return _Variant(alias, None, alias, decl, False)
+    rest = dict(decl.kwargs)
+    value = rest.pop("value", MISSING)
+    if value is MISSING:
         raise TypeError(f"{cls.__name__}.{alias} requires a {payload.__name__} value")
-    value = kwargs.pop("value")
     if type(value) is not payload:
         raise TypeError(f"{cls.__name__}.{alias} value must be {payload.__name__}")
-    rest = _EnumEntry(*declaration.args, **kwargs)
+    decl = _EnumEntry(*decl.args, **rest)
     if payload is int:
-        return int(_normalize_index(value)), alias, rest
-    return ordinal, str(value), rest
+        return _Variant(alias, int(_index_key(value)), alias, decl, False)
+    return _Variant(alias, None, str(value), decl, False)
 
 
-def _create(
-    cls: type, int_index: int, str_index: str, declaration: _EnumEntry, cxx_backed: bool
+def _define_enum(cls: type, type_key: str, *, frozen: bool, init: bool, repr: bool) -> None:
+    """Make ``cls`` the enum type ``type_key`` and bind each declared variant to it."""
+    payload = _payload_of(cls)
+    own = set(cls.__dict__)
+    variants = _declared_variants(cls, payload)
+    from_cxx = _core._type_key_to_index(type_key) is not None
+    bind = (
+        c_class(type_key, init=init, repr=repr)
+        if from_cxx
+        else py_class(type_key, frozen=frozen, structural_eq="singleton")
+    )
+    bind(cls)
+    if payload is not None:
+        for name in _PAYLOAD_NAMES:
+            if name not in own:
+                setattr(cls, name, _PayloadBehaviour.__dict__[name])
+    state = _enum_state(cls, create=True)
+    for v in variants:
+        setattr(cls, v.alias, _find_or_make(cls, state, v, type_key, from_cxx, payload))
+
+
+def _find_or_make(
+    cls: type, state: Any, v: _Variant, type_key: str, from_cxx: bool, payload: type | None
 ) -> Any:
-    """One variant object: built by the type's constructor (Python-defined enum) or
-    allocated and filled field by field (a C++ enum type)."""
+    """The variant ``v`` names: the one the state holds already (made by this or another
+    language), else a new one, added to the state."""
+    indexes = state.indexes
+    key = v.int_index if payload is int and not v.bare else v.str_index
+    if key in indexes:
+        return indexes[key]
+    if v.bare and from_cxx:
+        raise RuntimeError(f"{type_key!r} has no enum at string index {v.alias!r}")
+    if v.bare and payload is int:
+        raise TypeError(f"{cls.__name__}.{v.alias} requires an integer value")
+    int_index = len(state.entries) if v.int_index is None else v.int_index
+    if int_index in indexes or v.str_index in indexes:
+        raise ValueError(f"duplicate enum index in {cls.__name__}.{v.alias}")
     try:
-        if not cxx_backed:
-            return cls(
-                *declaration.args,
-                _int_index=int_index,
-                _str_index=str_index,
-                **declaration.kwargs,
-            )
-        if declaration.args:
-            raise TypeError("C++-backed enum entries require keyword fields")
-        info = cls.__tvm_ffi_type_info__  # type: ignore[attr-defined]
-        ffi_new = _core._lookup_type_attr(info.type_index, "__ffi_new__")
-        if ffi_new is None:
-            raise TypeError("enum type has no allocator")
-        instance = ffi_new()
-        values = {"_int_index": int_index, "_str_index": str_index, **declaration.kwargs}
-        for name, value in values.items():
-            descriptor = getattr(cls, name, None)
-            if not isinstance(descriptor, _core.FieldProperty):
-                raise TypeError(f"field {name!r} has no reflected setter")
-            descriptor.set(instance, value)
-        return instance
+        made = (
+            _build_cxx(cls, int_index, v)
+            if from_cxx
+            else cls(*v.decl.args, _int_index=int_index, _str_index=v.str_index, **v.decl.kwargs)
+        )
     except Exception as err:
-        raise TypeError(f"{cls.__name__}.{str_index}: invalid enum entry: {err}") from None
+        raise TypeError(f"{cls.__name__}.{v.str_index}: invalid enum entry: {err}") from None
+    state.entries.append(made)
+    indexes[int_index] = indexes[v.str_index] = made
+    return made
 
 
-def _register(entries: Any, indexes: Any, instance: Any) -> None:
-    entries.append(instance)
-    indexes[instance._int_index] = instance
-    indexes[instance._str_index] = instance
-
-
-def _resolve(
-    cls: type,
-    binders: list[str],
-    declarations: dict[str, _EnumEntry],
-    type_key: str,
-    cxx_backed: bool,
-    payload: type | None,
-) -> None:
-    """Create (or find, when another language already made them) the variants and bind
-    each to its class attribute."""
-    state = _state(cls, create=True)
-    entries, indexes = state.entries, state.indexes
-    for alias in binders:
-        instance = indexes.get(alias)
-        if instance is None:
-            if cxx_backed:
-                raise RuntimeError(f"{type_key!r} has no enum at string index {alias!r}")
-            if payload is int:
-                raise TypeError(f"{cls.__name__}.{alias} requires an integer value")
-            instance = _create(cls, len(entries), alias, _EnumEntry(), cxx_backed)
-            _register(entries, indexes, instance)
-        setattr(cls, alias, instance)
-    for alias, declaration in declarations.items():
-        int_index, str_index, rest = _indices(cls, alias, len(entries), declaration, payload)
-        instance = indexes.get(int_index if payload is int else str_index)
-        if instance is None:
-            if int_index in indexes or str_index in indexes:
-                raise ValueError(f"duplicate enum index in {cls.__name__}.{alias}")
-            instance = _create(cls, int_index, str_index, rest, cxx_backed)
-            _register(entries, indexes, instance)
-        setattr(cls, alias, instance)
+def _build_cxx(cls: type, int_index: int, v: _Variant) -> Any:
+    """A variant of a C++-defined enum type: allocated bare, then filled field by field
+    through the reflected setters (keyword values only)."""
+    if v.decl.args:
+        raise TypeError("C++-backed enum entries require keyword fields")
+    allocate = _core._lookup_type_attr(cls.__tvm_ffi_type_info__.type_index, "__ffi_new__")  # type: ignore[attr-defined]
+    if allocate is None:
+        raise TypeError("enum type has no allocator")
+    made = allocate()
+    values = {"_int_index": int_index, "_str_index": v.str_index, **v.decl.kwargs}
+    for name, value in values.items():
+        setter = getattr(cls, name, None)
+        if not isinstance(setter, _core.FieldProperty):
+            raise TypeError(f"field {name!r} has no reflected setter")
+        setter.set(made, value)
+    return made

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY
-from typing import Any, ClassVar, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 from ..object import MISSING
 
@@ -54,10 +54,6 @@ class Field:
         "type",
     )
 
-    _VALID_STRUCTURAL_EQ_VALUES: ClassVar[frozenset[str | None]] = frozenset(
-        {None, "ignore", "def", "def-pattern", "def-simple"}
-    )
-
     def __init__(
         self,
         name: str | None = None,
@@ -65,68 +61,61 @@ class Field:
         *,
         default: object = MISSING,
         default_factory: Callable[[], object] | None = MISSING,
-        frozen: bool = False,
         init: bool = True,
         repr: bool = True,
-        hash: bool | None = True,
         compare: bool = False,
+        hash: bool | None = True,
         kw_only: bool | None = False,
-        metadata: Mapping[str, Any] | None = None,
+        frozen: bool = False,
         structural_eq: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
         doc: str | None = None,
         converter: Callable[[Any], Any] = _field_converter,
         **extra_kwargs: Any,
     ) -> None:
-        if default_factory is not MISSING:
-            if default is not MISSING:
-                raise ValueError("cannot specify both default and default_factory")
-            if not callable(default_factory):
-                raise TypeError(
-                    f"default_factory must be a callable, got {type(default_factory).__name__}"
-                )
-        if structural_eq not in Field._VALID_STRUCTURAL_EQ_VALUES:
-            raise ValueError(
-                "structural_eq must be one of "
-                f"{sorted(Field._VALID_STRUCTURAL_EQ_VALUES, key=str)}, got {structural_eq!r}"
-            )
-        self.name: str | None = name
-        self._ty_schema = _ty_schema
-        self.type: Any = None
-        self.default = default
-        self.default_factory = default_factory
-        self.frozen = frozen
-        self.init = init
-        self.repr = repr
-        self.hash = hash
-        self.compare = compare
-        self.converter = converter
-        self.kw_only = kw_only
-        self.metadata: dict[str, Any] = dict(metadata) if metadata is not None else {}
-        self.structural_eq = structural_eq
-        self.doc = doc
-        self.extra_kwargs: dict[str, Any] = dict(extra_kwargs)
+        _check_default_and_kind(default, default_factory, structural_eq)
+        self.name, self._ty_schema, self.type = name, _ty_schema, None
+        self.default, self.default_factory = default, default_factory
+        self.init, self.repr, self.compare, self.hash = init, repr, compare, hash
+        self.kw_only, self.frozen, self.structural_eq = kw_only, frozen, structural_eq
+        self.doc, self.converter = doc, converter
+        self.metadata: dict[str, Any] = {} if metadata is None else dict(metadata)
+        self.extra_kwargs: dict[str, Any] = extra_kwargs
 
     def __copy__(self) -> Field:
         """A copy with its own ``metadata`` and ``extra_kwargs`` dicts (values shared)."""
-        result = object.__new__(type(self))
-        for cls in type(self).__mro__:
-            slots = cls.__dict__.get("__slots__", ())
-            for slot in (slots,) if isinstance(slots, str) else slots:
-                if slot not in ("__dict__", "__weakref__") and hasattr(self, slot):
-                    setattr(result, slot, getattr(self, slot))
-        if hasattr(self, "__dict__"):
-            result.__dict__.update(self.__dict__)
-        result.metadata = dict(self.metadata)
-        result.extra_kwargs = dict(self.extra_kwargs)
-        return result
+        twin = object.__new__(type(self))
+        for slot in Field.__slots__:
+            if hasattr(self, slot):
+                setattr(twin, slot, getattr(self, slot))
+        if hasattr(self, "__dict__"):  # a subclass without slots of its own
+            vars(twin).update(vars(self))
+        twin.metadata, twin.extra_kwargs = dict(self.metadata), dict(self.extra_kwargs)
+        return twin
 
     def __repr__(self) -> str:
+        shown = "name type default default_factory init repr hash compare kw_only frozen"
         return (
-            f"Field(name={self.name!r}, type={self.type!r}, default={self.default!r}, "
-            f"default_factory={self.default_factory!r}, init={self.init!r}, "
-            f"repr={self.repr!r}, hash={self.hash!r}, compare={self.compare!r}, "
-            f"kw_only={self.kw_only!r}, frozen={self.frozen!r}, "
-            f"structural_eq={self.structural_eq!r})"
+            "Field("
+            + ", ".join(f"{k}={getattr(self, k)!r}" for k in [*shown.split(), "structural_eq"])
+            + ")"
+        )
+
+
+_STRUCTURAL_EQ_CHOICES = (None, "def", "def-pattern", "def-simple", "ignore")
+
+
+def _check_default_and_kind(default: Any, factory: Any, structural_eq: Any) -> None:
+    """At most one of ``default`` / a callable ``default_factory``; a known
+    ``structural_eq``."""
+    if factory is not MISSING and default is not MISSING:
+        raise ValueError("cannot specify both default and default_factory")
+    if factory is not MISSING and not callable(factory):
+        raise TypeError(f"default_factory must be a callable, got {type(factory).__name__}")
+    if structural_eq not in _STRUCTURAL_EQ_CHOICES:
+        raise ValueError(
+            f"structural_eq must be one of {sorted(_STRUCTURAL_EQ_CHOICES, key=str)}, "
+            f"got {structural_eq!r}"
         )
 
 
@@ -134,14 +123,14 @@ def field(
     *,
     default: object = MISSING,
     default_factory: Callable[[], object] | None = MISSING,
-    frozen: bool = False,
     init: bool = True,
     repr: bool = True,
-    hash: bool | None = None,
     compare: bool = True,
+    hash: bool | None = None,
     kw_only: bool | None = None,
-    metadata: Mapping[str, Any] | None = None,
+    frozen: bool = False,
     structural_eq: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
     doc: str | None = None,
     converter: Callable[[Any], Any] = _field_converter,
     **extra_kwargs: Any,
@@ -153,21 +142,8 @@ def field(
     field read-only after ``__init__``, ``structural_eq`` annotates it for
     structural equality and hashing, ``doc`` documents it in the reflection data.
     """
-    return Field(
-        default=default,
-        default_factory=default_factory,
-        frozen=frozen,
-        init=init,
-        repr=repr,
-        hash=hash,
-        compare=compare,
-        kw_only=kw_only,
-        metadata=metadata,
-        structural_eq=structural_eq,
-        doc=doc,
-        converter=converter,
-        **extra_kwargs,
-    )
+    options = dict(locals())  # exactly the parameters: nothing is bound before this line
+    return Field(**options.pop("extra_kwargs"), **options)
 
 
 class init_property(Generic[_T]):

@@ -112,26 +112,14 @@ _VALUE_CARRIERS = {
 # owns. Others normalize to the same origin but store something else (``DLTensor*`` is a
 # borrowed pointer, not a ``Tensor``; ``std::vector`` is no ``ffi.Array``).
 _CANONICAL_RAW = {
-    "int": {"int"},
-    "float": {"float"},
-    "bool": {"bool"},
-    "ctypes.c_void_p": {"void*"},
-    "dtype": {"DataType"},
-    "DataType": {"DataType"},
-    "Device": {"Device"},
-    "Any": {"Any"},
-    "str": {"ffi.String", "ffi.SmallStr"},
-    "bytes": {"ffi.Bytes", "ffi.SmallBytes"},
-    "Callable": {"ffi.Function"},
-    "Tensor": {"ffi.Tensor"},
-    "Array": {"ffi.Array"},
-    "List": {"ffi.List"},
-    "Map": {"ffi.Map"},
-    "Dict": {"ffi.Dict"},
-    "tuple": {"Tuple"},
-    "Optional": {"Optional"},
-    "Union": {"Variant"},
+    origin: {origin} for origin in ("int", "float", "bool", "Device", "Any", "Optional")
 }
+_CANONICAL_RAW.update(dtype={"DataType"}, DataType={"DataType"}, tuple={"Tuple"})
+_CANONICAL_RAW.update(Union={"Variant"}, Callable={"ffi.Function"}, Tensor={"ffi.Tensor"})
+_CANONICAL_RAW.update({"ctypes.c_void_p": {"void*"}})
+for _origin in ("Array", "List", "Map", "Dict"):
+    _CANONICAL_RAW[_origin] = {f"ffi.{_origin}"}
+_CANONICAL_RAW.update(str={"ffi.String", "ffi.SmallStr"}, bytes={"ffi.Bytes", "ffi.SmallBytes"})
 
 _CONTAINERS = {"Array": "Array", "List": "List", "Map": "Map", "Dict": "Dict", "tuple": "Tuple"}
 

@@ -17,14 +17,15 @@ import inspect
 import sys
 import threading
 import typing
+from collections.abc import Mapping
 from copy import copy
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypedDict, TypeVar
 
-from typing_extensions import dataclass_transform
+from typing_extensions import Unpack, dataclass_transform
 
 from .. import _core
-from .._dunder import _chain_fields, _install_dataclass_dunders
-from ..object import MISSING, TypeInfo, _type_cls_to_type_info
+from .._dunder import _DUNDER_OPTIONS, _chain_fields, _install_dataclass_dunders
+from ..object import TypeInfo, _type_cls_to_type_info
 from . import _registration
 from .field import KW_ONLY, Field, _field_converter, field, init_property
 
@@ -101,44 +102,46 @@ _DEFAULT_INHERIT_TYPE_ATTRS = (
 )
 
 
+def _name_list(cls: type, attr: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    names = getattr(cls, attr, default)
+    if isinstance(names, (tuple, list)) and all(isinstance(n, str) for n in names):
+        return tuple(names)
+    raise TypeError("TypeAttr registration lists must be tuples or lists of strings")
+
+
 def _type_attr_options(cls: type) -> tuple[frozenset[str], tuple[str, ...]]:
     """The names the class registers as type attributes (the runtime's hooks plus its
     ``__ffi_type_attr_names__``) and those it copies from its parent
     (``__ffi_inherit_type_attrs__``, by default the structural and serialization hooks).
     Both lists follow the MRO, so an extension base class declares them once."""
-    extra = getattr(cls, "__ffi_type_attr_names__", ())
-    inherited = getattr(cls, "__ffi_inherit_type_attrs__", _DEFAULT_INHERIT_TYPE_ATTRS)
-    for value in (extra, inherited):
-        if not isinstance(value, (tuple, list)) or not all(isinstance(n, str) for n in value):
-            raise TypeError("TypeAttr registration lists must be tuples or lists of strings")
-    return _FFI_TYPE_ATTR_NAMES | frozenset(extra) | frozenset(inherited), tuple(inherited)
+    own = _name_list(cls, "__ffi_type_attr_names__", ())
+    inherited = _name_list(cls, "__ffi_inherit_type_attrs__", _DEFAULT_INHERIT_TYPE_ATTRS)
+    return _FFI_TYPE_ATTR_NAMES.union(own, inherited), inherited
 
 
 def _type_attr_names(cls: type) -> frozenset[str]:
     return _type_attr_options(cls)[0]
 
 
-def _inherited_type_attrs(cls: type, info: TypeInfo, names: tuple[str, ...]) -> list[Any]:
-    """``(name, value, True)`` for each of ``names`` the class body does not define, taken
-    from the nearest ancestor type having it (a class body that defines the name, even
-    as ``None``, stops the search)."""
+def _nearest_type_attr(ancestor: TypeInfo | None, name: str) -> Any:
+    """``name``'s value on the closest of ``ancestor`` and its parents that has one; a
+    Python class on the way whose body defines ``name`` (even as ``None``) ends the walk."""
     from ..object import _lookup_type_attr
 
-    entries: list[Any] = []
-    for name in names:
-        if name in cls.__dict__:
-            continue
-        parent = info.parent_type_info
-        while parent is not None:
-            value = _lookup_type_attr(parent.type_index, name)
-            if value is not None:
-                entries.append((name, value, True))
-                break
-            parent_cls = parent.type_cls
-            if parent_cls is not None and name in parent_cls.__dict__:
-                break
-            parent = parent.parent_type_info
-    return entries
+    while ancestor is not None:
+        found = _lookup_type_attr(ancestor.type_index, name)
+        if found is not None or name in vars(ancestor.type_cls or object):
+            return found
+        ancestor = ancestor.parent_type_info
+    return None
+
+
+def _inherited_type_attrs(cls: type, info: TypeInfo, names: tuple[str, ...]) -> list[Any]:
+    """``(name, value, True)`` for each of ``names`` the class body does not define, taken
+    from the nearest ancestor type having it."""
+    missing = [n for n in names if n not in cls.__dict__]
+    pairs = [(n, _nearest_type_attr(info.parent_type_info, n)) for n in missing]
+    return [(name, value, True) for name, value in pairs if value is not None]
 
 
 def _collect_py_methods(
@@ -239,20 +242,24 @@ def _schema_of(annotation: Any) -> Any:
     return TypeSchema.from_annotation(annotation)
 
 
+_NOT_SET = object()
+
+
 def _field_for(owner: type, cls: type, name: str, init_props: dict[str, Any]) -> Field:
-    value = owner.__dict__.get(name, MISSING)
+    """The :class:`Field` of annotation ``name`` of ``owner`` (``cls`` or a plain base
+    class): what its body assigned (a ``field()``, an ``init_property``, a default);
+    ``cls``'s own class attribute gives way to the field descriptor."""
+    value = owner.__dict__.get(name, _NOT_SET)
     if isinstance(value, Field):
-        f = value if owner is cls else copy(value)
+        made = value if owner is cls else copy(value)
     elif isinstance(value, init_property):
-        f = field(init=False, repr=False, hash=False, compare=False, structural_eq="ignore")
         init_props[name] = value.func
-    elif value is not MISSING:
-        f = field(default=value)
+        made = field(init=False, repr=False, hash=False, compare=False, structural_eq="ignore")
     else:
-        f = field()
-    if owner is cls and value is not MISSING:
+        made = field() if value is _NOT_SET else field(default=value)
+    if owner is cls and value is not _NOT_SET:
         delattr(cls, name)
-    return f
+    return made
 
 
 def _field_annotations(cls: type) -> list[tuple[type, str, Any]]:
@@ -396,16 +403,8 @@ def _finish(cls: type, info: TypeInfo) -> None:
     methods.extend(_inherited_type_attrs(cls, info, inherited))
     info._register_py_methods(methods, type_attr_names=attr_names)
     _registration.add_class_attrs(cls, info, type_attr_names=attr_names)
-    _install_dataclass_dunders(
-        cls,
-        init=params["init"],
-        repr=params["repr"],
-        eq=params["eq"],
-        order=params["order"],
-        unsafe_hash=params["unsafe_hash"],
-        match_args=params["match_args"],
-        py_class_mode=True,
-    )
+    dunders = {k: params[k] for k in ("init", "repr", "eq", "order", "unsafe_hash", "match_args")}
+    _install_dataclass_dunders(cls, py_class_mode=True, **dunders)
 
 
 # ---- deferred registration ---------------------------------------------------------
@@ -448,17 +447,17 @@ def _try_finish(cls: type) -> bool:
         return False
     if _namespaces(cls)[2]:
         return False
-    deferred_init = cls.__dict__.get("__init__")
+    placeholder = cls.__dict__.get("__init__")
     user_init = cls.__dict__.get("__ffi_py_class_user_init__")
-    # The real __init__ (generated, or the body's own) replaces the placeholder.
-    del cls.__init__  # type: ignore[misc]
-    if user_init is not None:
-        cls.__init__ = user_init  # type: ignore[misc]
-    try:
-        _finish(cls, info)
-    except BaseException:
-        cls.__init__ = deferred_init  # type: ignore[misc]
-        raise
+    # The real __init__ (generated, or the body's own) replaces the placeholder in one
+    # assignment: a thread constructing meanwhile meets one or the other, never the
+    # base class's __init__ (which made objects without this type's fields).
+    _finish(cls, info)
+    if cls.__dict__.get("__init__") is placeholder:  # nothing was installed over it
+        if user_init is None:
+            del cls.__init__  # type: ignore[misc]
+        else:
+            cls.__init__ = user_init  # type: ignore[misc]
     if user_init is not None:
         del cls.__ffi_py_class_user_init__  # type: ignore[attr-defined]
     _PENDING.remove(cls)
@@ -519,6 +518,7 @@ def _defer(cls: type, info: TypeInfo) -> None:
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     __init__.__module__ = cls.__module__
+    __init__.__ffi_placeholder__ = True  # type: ignore[attr-defined]
     cls.__init__ = __init__  # type: ignore[misc]
     _PENDING.append(cls)
 
@@ -528,22 +528,43 @@ def _marked(cls: _T) -> _T:
     return cls
 
 
+class _DataclassOptions(TypedDict, total=False):
+    """The :func:`dataclasses.dataclass` options both decorators take."""
+
+    frozen: bool
+    init: bool
+    repr: bool
+    eq: bool
+    order: bool
+    unsafe_hash: bool
+    match_args: bool
+
+
+class _PyClassOptions(_DataclassOptions, total=False):
+    """``@py_class``'s options: the dataclass ones and its own."""
+
+    type_key: str | None
+    kw_only: bool
+    structural_eq: str | None
+    slots: bool
+
+
+_DATACLASS_DEFAULTS: dict[str, Any] = {"frozen": False, **_DUNDER_OPTIONS}
+_PY_CLASS_DEFAULTS: dict[str, Any] = dict(
+    _DATACLASS_DEFAULTS, type_key=None, kw_only=False, structural_eq="tree", slots=True
+)
+
+
+def _with_defaults(decorator: str, given: Mapping[str, Any], defaults: dict[str, Any]) -> Any:
+    """The decorator's options: ``defaults`` overridden by the ``given`` keywords."""
+    for name in given.keys() - defaults.keys():
+        raise TypeError(f"{decorator}() got an unexpected keyword argument {name!r}")
+    return {**defaults, **given}
+
+
 @dataclass_transform(eq_default=False, order_default=False, field_specifiers=(Field, field))
 def py_class(
-    cls_or_type_key: type | str | None = None,
-    /,
-    *,
-    type_key: str | None = None,
-    frozen: bool = False,
-    init: bool = True,
-    repr: bool = True,
-    eq: bool = False,
-    order: bool = False,
-    unsafe_hash: bool = False,
-    match_args: bool = True,
-    kw_only: bool = False,
-    structural_eq: str | None = "tree",
-    slots: bool = True,
+    cls_or_type_key: type | str | None = None, /, **options: Unpack[_PyClassOptions]
 ) -> Any:
     """Define an FFI object type from the decorated class (``@py_class``,
     ``@py_class("my.Point")``, ``@py_class(eq=True)``, ...).
@@ -557,8 +578,10 @@ def py_class(
     ``"const-tree"``, ``"singleton"`` or ``None``). ``slots`` is accepted for
     ``dataclass_transform`` (FFI objects never have a ``__dict__``).
     """
-    del slots
-    if order and not eq:
+    params = _with_defaults("py_class", options, _PY_CLASS_DEFAULTS)
+    type_key, structural_eq = params.pop("type_key"), params["structural_eq"]
+    del params["slots"]
+    if params["order"] and not params["eq"]:
         raise ValueError("order=True requires eq=True")
     if structural_eq not in _STRUCTURE_KIND_MAP:
         raise ValueError(
@@ -566,17 +589,6 @@ def py_class(
             f"{sorted(k for k in _STRUCTURE_KIND_MAP if k is not None)} or None, "
             f"got {structural_eq!r}"
         )
-    params: dict[str, Any] = {
-        "frozen": frozen,
-        "init": init,
-        "repr": repr,
-        "eq": eq,
-        "order": order,
-        "unsafe_hash": unsafe_hash,
-        "match_args": match_args,
-        "kw_only": kw_only,
-        "structural_eq": structural_eq,
-    }
     key_holder = [type_key]
 
     def decorator(cls: _T) -> _T:

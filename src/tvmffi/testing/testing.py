@@ -12,7 +12,7 @@ from typing import Any, ClassVar, TypeVar
 
 from .. import _core
 from .._core import Object
-from ..dataclasses import IntEnum, StrEnum, c_class, entry
+from ..dataclasses import IntEnum, StrEnum, c_class
 from ..registry import get_global_func
 
 try:  # the skip marks of the official module; pytest is only needed to use them
@@ -324,13 +324,17 @@ class _TestCxxAutoInitChild(_TestCxxAutoInitParent):
 
 
 class _TestCxxIntEnum(IntEnum, type_key="testing.TestCxxIntEnum"):
-    low = entry(value=10)
-    high = entry(value=20)
+    """The C++ test IntEnum: its variants, bound by their int values."""
+
+    low = 10
+    high = 20
 
 
 class _TestCxxStrEnum(StrEnum, type_key="testing.TestCxxStrEnum"):
-    add = entry(value="+")
-    mul = entry(value="*")
+    """The C++ test StrEnum: its variants, bound by their str values."""
+
+    add = "+"
+    mul = "*"
 
 
 @_register("testing.TestCxxEnumHolder")

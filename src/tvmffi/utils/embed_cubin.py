@@ -55,11 +55,7 @@ def _asm_source(cubin: Path, name: str) -> str:
 
 
 def embed_cubin(
-    cubin_path: Path,
-    input_obj_path: Path,
-    output_obj_path: Path,
-    name: str,
-    verbose: bool = False,
+    cubin_path: Path, input_obj_path: Path, output_obj_path: Path, name: str, verbose: bool = False
 ) -> None:
     """Write ``output_obj_path``: ``input_obj_path`` plus the CUBIN at ``cubin_path``.
 

@@ -72,20 +72,18 @@ def _validate(
     _check_names(kwonly_names, "keyword-only argument")
     if not isinstance(arg_defaults, tuple):
         raise TypeError(f"arg_defaults must be a tuple, got {type(arg_defaults).__name__}")
-    if len(arg_defaults) > len(arg_names):
-        raise ValueError(
-            f"arg_defaults has {len(arg_defaults)} values but only "
-            f"{len(arg_names)} positional arguments"
-        )
-    both = set(arg_names) & set(kwonly_names)
-    if both:
-        raise ValueError(f"Arguments cannot be both positional and keyword-only: {sorted(both)}")
-    unknown = set(kwonly_defaults) - set(kwonly_names)
-    if unknown:
-        raise ValueError(f"kwonly_defaults keys {sorted(unknown)} not in kwonly_names")
-    clash = (set(arg_names) | set(kwonly_names)) & _RESERVED
-    if clash:
-        raise ValueError(f"Argument names {sorted(clash)} conflict with internal names")
+    positional, kwonly = set(arg_names), set(kwonly_names)
+    both, unknown = sorted(positional & kwonly), sorted(set(kwonly_defaults) - kwonly)
+    reserved = sorted((positional | kwonly) & _RESERVED)
+    counts = f"arg_defaults has {len(arg_defaults)} values but only {len(arg_names)}"
+    for wrong, message in (
+        (len(arg_defaults) > len(arg_names), f"{counts} positional arguments"),
+        (both, f"Arguments cannot be both positional and keyword-only: {both}"),
+        (unknown, f"kwonly_defaults keys {unknown} not in kwonly_names"),
+        (reserved, f"Argument names {reserved} conflict with internal names"),
+    ):
+        if wrong:
+            raise ValueError(message)
 
 
 def _param(name: str, has_default: bool, default: Any, body: list[str]) -> str:
