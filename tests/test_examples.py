@@ -36,7 +36,8 @@ IMPORT = re.compile(r"^\s*(?:import|from)\s+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
 def test_examples_exist() -> None:
     names = {p.stem for p in EXAMPLES}
-    assert {"quickstart", "torch_kernels", "codegen_symbolic", "jax_kernel", "host_tvm", "ops"} <= names
+    expected = {"quickstart", "torch_kernels", "codegen_symbolic", "jax_kernel", "host_tvm", "ops"}
+    assert expected <= names
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])

@@ -581,18 +581,19 @@ def metadata_json(sig: Signature, kernel: str) -> str:
     return json.dumps(meta, separators=(",", ":"))
 
 
+_STRING_GETTER = """\
+TVMFFI_CG_EXPORT int {symbol}(void* self, const TVMFFIAny* args, int32_t num_args,
+    TVMFFIAny* result) {{
+  (void)self; (void)args; (void)num_args;
+  static const char text[] = {literal};
+  TVMFFIByteArray bytes = {{text, sizeof(text) - 1}};
+  return TVMFFIStringFromByteArray(&bytes, result);
+}}"""
+
+
 def _string_getter(symbol: str, text: str) -> list[str]:
-    return [
-        f"TVMFFI_CG_EXPORT int {symbol}(void* self, const TVMFFIAny* args, int32_t num_args,",
-        "    TVMFFIAny* result) {",
-        "  (void)self;",
-        "  (void)args;",
-        "  (void)num_args;",
-        f"  static const char text[] = {c_string(text)};",
-        "  TVMFFIByteArray bytes = {text, sizeof(text) - 1};",
-        "  return TVMFFIStringFromByteArray(&bytes, result);",
-        "}",
-    ]
+    """Lines of a C function that returns ``text`` as a runtime string (doc and metadata)."""
+    return _STRING_GETTER.format(symbol=symbol, literal=c_string(text)).split("\n")
 
 
 def emit_c(signature: Signature, kernel: str | None = None) -> str:
