@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import machine  # noqa: E402
+from _harness import machine
 
 PHASES = ("parse", "print", "structural_equal", "vm_calls")
 
@@ -50,9 +50,9 @@ def worker(funcs: int, calls: int) -> dict[str, float]:
     import numpy as np
     import tvm
     from tvm import relax
-    from tvm.script import ir as I  # noqa: N812
-    from tvm.script import relax as R  # noqa: N812
-    from tvm.script import tirx as T  # noqa: N812
+    from tvm.script import ir as I
+    from tvm.script import relax as R
+    from tvm.script import tirx as T
 
     sources = [
         TIR_TEMPLATE.format(i=i, n=8 + i % 5, m=2 + i % 3)
@@ -80,7 +80,7 @@ def worker(funcs: int, calls: int) -> dict[str, float]:
     again = [tvm.script.from_source(t, extra_vars={"T": T}) for t in texts]
     t0 = time.perf_counter()
     for _ in range(10):
-        for a, b in zip(parsed, again):
+        for a, b in zip(parsed, again, strict=True):
             tvm.ir.assert_structural_equal(a, b)
     out["structural_equal"] = time.perf_counter() - t0
     main(x)

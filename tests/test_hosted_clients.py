@@ -32,7 +32,8 @@ def run_hosted(script: str, *args: str, timeout: float = 900) -> None:
         timeout=timeout,
     )
     assert proc.returncode == 0 and proc.stdout.strip().endswith("OK"), (
-        f"{script} failed hosted (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+        f"{script} failed hosted (rc {proc.returncode}):\n"
+        f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     )
 
 

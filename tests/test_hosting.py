@@ -56,7 +56,8 @@ def test_pth_file_is_installed_and_inactive_unless_set() -> None:
     assert pth.is_file()
     # Unset, empty and "0": the official package answers `import tvm_ffi`.
     for value in (None, "", "0"):
-        out = ok(run_python("import tvm_ffi, sys; print(tvm_ffi.__name__, 'tvmffi' in sys.modules)", value))
+        code = "import tvm_ffi, sys; print(tvm_ffi.__name__, 'tvmffi' in sys.modules)"
+        out = ok(run_python(code, value))
         assert out.split() == ["tvm_ffi", "False"], (value, out)
 
 

@@ -228,10 +228,10 @@ __all__ += [
 # _ffi_api (the runtime's ffi.* functions as attributes) is loaded as the official
 # package loads it: clients reach it as tvm_ffi._ffi_api without importing it.
 from . import _embedded_loader, _ffi_api  # noqa: E402, F401
+from ._version import official_version as _official_version  # noqa: E402
 
 # Hosting: tvmffi.host() answers `import tvm_ffi` with tvmffi (docs/hosting.md).
 from .hosting import host  # noqa: E402
-from ._version import official_version as _official_version  # noqa: E402
 
 
 def __getattr__(name: str) -> object:

@@ -16,7 +16,7 @@ from . import _core
 RUNTIME_DISTRIBUTION = "apache-tvm-ffi"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def official_version() -> str:
     """The installed ``apache-tvm-ffi`` version (e.g. ``0.1.15.post2``).
 

@@ -106,7 +106,8 @@ def __getattr__(name: str) -> Any:
     if name == "_CLASS_TENSOR":
         from .object import _REGISTERED
 
-        return _REGISTERED.get(_core._type_key_to_index("ffi.Tensor"), Tensor)
+        index = _core._type_key_to_index("ffi.Tensor")
+        return _REGISTERED.get(index, Tensor) if index is not None else Tensor
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -168,7 +168,7 @@ def _numpy_dtype_table() -> dict[Any, str]:
 
 
 # The dtype class is open to class attributes (csrc/dtype.c), as the official Python class is.
-dtype._NUMPY_DTYPE_TO_STR = _NumpyDtypeTable()  # type: ignore[attr-defined]
+dtype._NUMPY_DTYPE_TO_STR = _NumpyDtypeTable()  # type: ignore[assignment]
 
 # The official binding's dtype literals.
 bool = dtype("bool")  # the official name (shadows the builtin here)

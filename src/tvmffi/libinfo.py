@@ -12,8 +12,8 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from pathlib import Path
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _lib

@@ -11,12 +11,13 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import jax_tvm_ffi  # noqa: E402
-from _common import check_hosted  # noqa: E402
-from tvmffi import codegen  # noqa: E402
-from tvmffi.codegen import Signature, Tensor, Var  # noqa: E402
+import jax
+import jax.numpy as jnp
+import jax_tvm_ffi
+from _common import check_hosted
+
+from tvmffi import codegen
+from tvmffi.codegen import Signature, Tensor, Var
 
 n = Var("n")
 sig = Signature("hosted_affine", [Tensor("x", [n], "float32"), Tensor("y", [n], "float32")])

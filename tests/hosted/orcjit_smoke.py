@@ -12,9 +12,10 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-import tvm_ffi_orcjit  # noqa: E402
-import tvmffi  # noqa: E402
-from _common import check_hosted  # noqa: E402
+import tvm_ffi_orcjit
+from _common import check_hosted
+
+import tvmffi
 
 session = tvm_ffi_orcjit.ExecutionSession(orc_rt=None)
 assert isinstance(session, tvmffi.Object)

@@ -12,13 +12,14 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-import tvm  # noqa: E402
-import tvmffi  # noqa: E402
-from _common import check_hosted  # noqa: E402
-from tvm import relax, te  # noqa: E402
-from tvm.script import ir as I  # noqa: E402, N812
-from tvm.script import relax as R  # noqa: E402, N812
-from tvm.script import tirx as T  # noqa: E402, N812
+import tvm
+from _common import check_hosted
+from tvm import relax, te
+from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tirx as T
+
+import tvmffi
 
 # TVM's own classes are what tvmffi hands out (core._set_class_device/_set_class_tensor).
 dev = tvm.cpu(0)
