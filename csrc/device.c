@@ -182,15 +182,18 @@ static PyObject* device_new(PyTypeObject* cls, PyObject* args, PyObject* kwargs)
  * "remote[0]:cpu"), as the official binding asks __device_type_name__. */
 static int is_subclass_instance(PyObject* op) { return !Py_IS_TYPE(op, &TVMFFIDeviceType); }
 
+/* `fmt` ("%S" the name, "%d" the index) with the name the instance gives itself. */
+static PyObject* format_own_name(PyObject* op, const char* fmt) {
+  PyObject* name = PyObject_CallMethod(op, "__device_type_name__", NULL);
+  if (name == NULL) return NULL;
+  PyObject* r = PyUnicode_FromFormat(fmt, name, ((TVMFFIPyDevice*)op)->device.device_id);
+  Py_DECREF(name);
+  return r;
+}
+
 static PyObject* device_str(PyObject* op) {
   DLDevice d = ((TVMFFIPyDevice*)op)->device;
-  if (is_subclass_instance(op)) {
-    PyObject* name = PyObject_CallMethod(op, "__device_type_name__", NULL);
-    if (name == NULL) return NULL;
-    PyObject* r = PyUnicode_FromFormat("%S:%d", name, d.device_id);
-    Py_DECREF(name);
-    return r;
-  }
+  if (is_subclass_instance(op)) return format_own_name(op, "%S:%d");
   const char* name = device_name((int)d.device_type);
   if (name == NULL) return PyUnicode_FromFormat("device%d:%d", (int)d.device_type, d.device_id);
   return PyUnicode_FromFormat("%s:%d", name, d.device_id);
@@ -198,13 +201,7 @@ static PyObject* device_str(PyObject* op) {
 
 static PyObject* device_repr(PyObject* op) {
   DLDevice d = ((TVMFFIPyDevice*)op)->device;
-  if (is_subclass_instance(op)) {
-    PyObject* name = PyObject_CallMethod(op, "__device_type_name__", NULL);
-    if (name == NULL) return NULL;
-    PyObject* r = PyUnicode_FromFormat("device(type='%S', index=%d)", name, d.device_id);
-    Py_DECREF(name);
-    return r;
-  }
+  if (is_subclass_instance(op)) return format_own_name(op, "device(type='%S', index=%d)");
   const char* name = device_name((int)d.device_type);
   if (name == NULL) return PyUnicode_FromFormat("device(type=%d, index=%d)", (int)d.device_type,
                                                 d.device_id);
