@@ -228,3 +228,19 @@ def test_reflected_methods_have_names() -> None:
     assert method.__name__ == "sum" and method() == 3
     assert type(pair).sum.__name__ == "sum"
     assert type(pair).sum.__qualname__ == "TestIntPair.sum"
+
+
+def test_skip_unknown_objects_switch() -> None:
+    from tvmffi import registry
+
+    class Unknown(tvmffi.Object):
+        pass
+
+    with pytest.raises(ValueError, match="unknown FFI type key"):
+        tvmffi.register_object("no.such.Type")(Unknown)
+    registry._SKIP_UNKNOWN_OBJECTS = True  # TVM's runtime-only mode sets it
+    try:
+        assert tvmffi.register_object("no.such.Type")(Unknown) is Unknown
+        assert "__tvm_ffi_type_index__" not in Unknown.__dict__
+    finally:
+        registry._SKIP_UNKNOWN_OBJECTS = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 import json
 import threading
 from collections.abc import Callable
@@ -625,17 +626,27 @@ def register_object(type_key: str | type | None = None, *, init: bool = True) ->
 
     def decorator_with(key: str) -> Callable[[_T], _T]:
         def decorator(cls: _T) -> _T:
-            return _register_class(cls, key, init=init)
+            return _register_or_skip(cls, key, init)
 
         return decorator
 
     if isinstance(type_key, str):
         return decorator_with(type_key)
     if type_key is None:
-        return lambda cls: _register_class(cls, cls.__name__, init=init)
+        return lambda cls: _register_or_skip(cls, cls.__name__, init)
     if isinstance(type_key, type):
-        return _register_class(type_key, type_key.__name__, init=init)
+        return _register_or_skip(type_key, type_key.__name__, init)
     raise TypeError("type_key must be a string, type, or None")
+
+
+def _register_or_skip(cls: _T, key: str, init: bool) -> _T:
+    """Register ``cls`` for ``key``; an unknown key leaves ``cls`` as it is when the
+    official switch ``registry._SKIP_UNKNOWN_OBJECTS`` is on (TVM sets it in its
+    runtime-only mode, where the compiler's types are not registered)."""
+    registry = sys.modules.get(__package__ + ".registry")
+    if getattr(registry, "_SKIP_UNKNOWN_OBJECTS", False) and _core._type_key_to_index(key) is None:
+        return cls
+    return _register_class(cls, key, init=init)
 
 
 # ---- hooks of the generic Object -------------------------------------------
