@@ -42,7 +42,7 @@ static PyObject* device_alloc(PyTypeObject* cls, DLDevice dev);
 /* The class of the devices the binding hands out (call results, fields,
  * container items, tensor.device, tvmffi.device()): tvmffi.Device unless a
  * client registered its subclass (the official core._set_class_device, as
- * TVM does with tvm.runtime.Device). Owned when not the built-in type. */
+ * TVM does with tvm.runtime.Device). Holds a reference (taken at init). */
 static PyTypeObject* g_device_class = &TVMFFIDeviceType;
 
 PyObject* tvmffi_device_from_dl(DLDevice dev) {
@@ -59,9 +59,7 @@ static PyObject* set_class_device(PyObject* self, PyObject* cls) {
                  cls);
     return NULL;
   }
-  PyTypeObject* old = g_device_class;
-  g_device_class = (PyTypeObject*)Py_NewRef(cls);
-  Py_DECREF(old); /* the built-in type's reference count is never 0 */
+  Py_SETREF(g_device_class, (PyTypeObject*)Py_NewRef(cls));
   Py_RETURN_NONE;
 }
 
@@ -325,6 +323,7 @@ static int add_name_table(void) {
 
 int tvmffi_device_init_types(PyObject* module) {
   if (PyType_Ready(&TVMFFIDeviceType) < 0 || add_name_table() != 0) return -1;
+  Py_INCREF(g_device_class); /* the reference g_device_class holds */
   Py_INCREF(&TVMFFIDeviceType);
   if (PyModule_AddObject(module, "Device", (PyObject*)&TVMFFIDeviceType) < 0) return -1;
   return PyModule_AddFunctions(module, device_module_methods);
