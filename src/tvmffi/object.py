@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-import sys
 import json
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field

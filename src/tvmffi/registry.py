@@ -18,10 +18,6 @@ from . import _core
 from ._core import Function
 from .object import register_object
 
-#: When true, ``register_object`` leaves a class whose type key the runtime does not
-#: know unregistered instead of raising (the official switch; TVM's runtime-only mode).
-_SKIP_UNKNOWN_OBJECTS = False
-
 # isort: split
 # The class-attribute helpers of the dataclass decorators, under their official names.
 from .dataclasses._registration import add_class_attrs as _add_class_attrs  # noqa: F401
@@ -29,6 +25,10 @@ from .dataclasses._registration import (  # noqa: F401
     add_type_attr_class_attrs as _add_type_attr_class_attrs,
 )
 from .dataclasses.c_class import _warn_missing_field_annotations  # noqa: F401
+
+#: When true, ``register_object`` leaves a class whose type key the runtime does not
+#: know unregistered instead of raising (the official switch; TVM's runtime-only mode).
+_SKIP_UNKNOWN_OBJECTS = False
 
 __all__ = [
     "get_global_func",
