@@ -14,6 +14,19 @@ import os
 import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
+
+# The start-up hook of hosting (tvmffi.hosting): a .pth file at the root of site-packages,
+# which `site` runs at interpreter start-up; inactive unless TVMFFI_HOST is set.
+HOST_PTH = "tvmffi_host.pth"
+
+
+class BuildPyWithPth(build_py):
+    """build_py that also puts the hosting .pth file at the root of the wheel."""
+
+    def run(self) -> None:
+        super().run()
+        self.copy_file(os.path.join("src", HOST_PTH), os.path.join(self.build_lib, HOST_PTH))
 
 
 def _tvm_ffi_root() -> str:
@@ -49,4 +62,4 @@ core = Extension(
     extra_link_args=extra_link_args,
 )
 
-setup(ext_modules=[core])
+setup(ext_modules=[core], cmdclass={"build_py": BuildPyWithPth})

@@ -189,7 +189,7 @@ def report(
 
     rows = measure(cases, env)
     print(
-        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
+        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__tvmffi_version__}, "
         f"tvm_ffi {tvm_ffi.__version__}, runtime {tvmffi.tvm_ffi_version()}{extra}"
     )
     print(table(rows, floor_ns(env), columns))

@@ -143,7 +143,7 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(
-        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
+        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__tvmffi_version__}, "
         f"tvm_ffi {tvm_ffi.__version__}; min of {BUILD_REPEATS} builds / "
         f"{LOAD_REPEATS} loads, interleaved"
     )

@@ -28,12 +28,6 @@ int tvmffi_arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...) {
   return -1;
 }
 
-static int unsupported(PyObject* obj, Py_ssize_t argpos) {
-  return tvmffi_arg_error(PyExc_TypeError, argpos,
-                          "cannot convert object of type '%.200s' to a TVM FFI value",
-                          Py_TYPE(obj)->tp_name);
-}
-
 /* _OPAQUE_PTR_HANDLERS: exact class -> callable returning an address. Filled by
  * applications at setup (official name and semantics); looked up per value, so
  * entries added or removed later take effect. */
@@ -363,7 +357,6 @@ static int callable_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps) {
  * lookups, so the decision is made once per type and cached. */
 typedef enum {
   K_OPAQUE = 0, /* no conversion claims it: an opaque Python object */
-  K_UNSUPPORTED, /* refused (complex numbers: see is_complex_type) */
   K_OBJECT,
   K_INT,
   K_FLOAT,
@@ -395,7 +388,8 @@ typedef enum {
 } SlowKind;
 
 /* Whether values of `tp` are complex numbers (Python's, NumPy's): no FFI
- * value holds one, and their __float__ would drop the imaginary part. */
+ * value holds one, and their __float__ would drop the imaginary part, so they
+ * travel as opaque Python objects (as on the official binding). */
 static int is_complex_type(PyTypeObject* tp) {
   return PyType_IsSubtype(tp, &PyComplex_Type) || strncmp(tp->tp_name, "numpy.complex", 13) == 0;
 }
@@ -443,7 +437,7 @@ static int classify(PyTypeObject* tp) {
   if (tp->tp_call != NULL) return K_CALLABLE;
   if (PyObject_HasAttrString((PyObject*)tp, "__dlpack_data_type__")) return K_DLPACK_DTYPE;
   if (PyObject_HasAttrString((PyObject*)tp, "__dlpack_device__")) return K_DLPACK_DEVICE;
-  if (is_complex_type(tp)) return K_UNSUPPORTED;
+  if (is_complex_type(tp)) return K_OPAQUE;
   /* numpy.bool_ is neither an int nor index-able in NumPy 2: keep it a Bool. */
   if (strcmp(tp->tp_name, "numpy.bool") == 0 || strcmp(tp->tp_name, "numpy.bool_") == 0) {
     return K_BOOL_LIKE;
@@ -657,8 +651,6 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
       return dlpack_pair_protocol_to_any(obj, kind == K_DLPACK_DTYPE, out, argpos);
     case K_OPAQUE:
       return fallback_to_any(obj, out, temps, argpos);
-    case K_UNSUPPORTED:
-      return unsupported(obj, argpos);
     default:
       if (kind < 0) return -1;
       return protocol_to_any(obj, kind - K_PROTOCOL, out, temps, argpos);

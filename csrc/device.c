@@ -37,10 +37,36 @@ static int device_code(const char* name, Py_ssize_t len) {
   return -1;
 }
 
+static PyObject* device_alloc(PyTypeObject* cls, DLDevice dev);
+
+/* The class of the devices the binding hands out (call results, fields,
+ * container items, tensor.device, tvmffi.device()): tvmffi.Device unless a
+ * client registered its subclass (the official core._set_class_device, as
+ * TVM does with tvm.runtime.Device). Holds a reference (taken at init). */
+static PyTypeObject* g_device_class = &TVMFFIDeviceType;
+
 PyObject* tvmffi_device_from_dl(DLDevice dev) {
+  if (g_device_class != &TVMFFIDeviceType) return device_alloc(g_device_class, dev);
   TVMFFIPyDevice* self = PyObject_New(TVMFFIPyDevice, &TVMFFIDeviceType);
   if (self != NULL) self->device = dev;
   return (PyObject*)self;
+}
+
+static PyObject* set_class_device(PyObject* self, PyObject* cls) {
+  (void)self;
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &TVMFFIDeviceType)) {
+    PyErr_Format(PyExc_TypeError, "_set_class_device: %R is not a subclass of tvmffi.Device",
+                 cls);
+    return NULL;
+  }
+  Py_SETREF(g_device_class, (PyTypeObject*)Py_NewRef(cls));
+  Py_RETURN_NONE;
+}
+
+static PyObject* device_class(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  return Py_NewRef((PyObject*)g_device_class);
 }
 
 static int parse_index(PyObject* obj, int32_t* out) {
@@ -150,8 +176,22 @@ static PyObject* device_new(PyTypeObject* cls, PyObject* args, PyObject* kwargs)
   return device_alloc(cls, dev);
 }
 
+/* A subclass may name its device types itself (TVM's RPC devices,
+ * "remote[0]:cpu"), as the official binding asks __device_type_name__. */
+static int is_subclass_instance(PyObject* op) { return !Py_IS_TYPE(op, &TVMFFIDeviceType); }
+
+/* `fmt` ("%S" the name, "%d" the index) with the name the instance gives itself. */
+static PyObject* format_own_name(PyObject* op, const char* fmt) {
+  PyObject* name = PyObject_CallMethod(op, "__device_type_name__", NULL);
+  if (name == NULL) return NULL;
+  PyObject* r = PyUnicode_FromFormat(fmt, name, ((TVMFFIPyDevice*)op)->device.device_id);
+  Py_DECREF(name);
+  return r;
+}
+
 static PyObject* device_str(PyObject* op) {
   DLDevice d = ((TVMFFIPyDevice*)op)->device;
+  if (is_subclass_instance(op)) return format_own_name(op, "%S:%d");
   const char* name = device_name((int)d.device_type);
   if (name == NULL) return PyUnicode_FromFormat("device%d:%d", (int)d.device_type, d.device_id);
   return PyUnicode_FromFormat("%s:%d", name, d.device_id);
@@ -159,6 +199,7 @@ static PyObject* device_str(PyObject* op) {
 
 static PyObject* device_repr(PyObject* op) {
   DLDevice d = ((TVMFFIPyDevice*)op)->device;
+  if (is_subclass_instance(op)) return format_own_name(op, "device(type='%S', index=%d)");
   const char* name = device_name((int)d.device_type);
   if (name == NULL) return PyUnicode_FromFormat("device(type=%d, index=%d)", (int)d.device_type,
                                                 d.device_id);
@@ -247,8 +288,42 @@ PyTypeObject TVMFFIDeviceType = {
     .tp_methods = device_methods,
 };
 
+static PyMethodDef device_module_methods[] = {
+    {"_set_class_device", set_class_device, METH_O,
+     "_set_class_device(cls): devices the binding hands out are instances of `cls`, a "
+     "subclass of Device (the official core._set_class_device)."},
+    {"_device_class", device_class, METH_NOARGS,
+     "_device_class() -> type: the class of the devices the binding hands out."},
+    {NULL, NULL, 0, NULL},
+};
+
+/* Device._DEVICE_TYPE_TO_NAME {code: name}, from kDeviceNames: subclasses
+ * (TVM's) look names up there, as on the official class. */
+static int add_name_table(void) {
+  PyObject* table = PyDict_New();
+  if (table == NULL) return -1;
+  for (int code = 0; code < NUM_DEVICE_CODES; ++code) {
+    if (kDeviceNames[code] == NULL) continue;
+    PyObject* key = PyLong_FromLong(code);
+    PyObject* name = PyUnicode_FromString(kDeviceNames[code]);
+    int rc = key && name ? PyDict_SetItem(table, key, name) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(name);
+    if (rc != 0) {
+      Py_DECREF(table);
+      return -1;
+    }
+  }
+  int rc = PyDict_SetItemString(TVMFFIDeviceType.tp_dict, "_DEVICE_TYPE_TO_NAME", table);
+  Py_DECREF(table);
+  PyType_Modified(&TVMFFIDeviceType);
+  return rc;
+}
+
 int tvmffi_device_init_types(PyObject* module) {
-  if (PyType_Ready(&TVMFFIDeviceType) < 0) return -1;
+  if (PyType_Ready(&TVMFFIDeviceType) < 0 || add_name_table() != 0) return -1;
+  Py_INCREF(g_device_class); /* the reference g_device_class holds */
   Py_INCREF(&TVMFFIDeviceType);
-  return PyModule_AddObject(module, "Device", (PyObject*)&TVMFFIDeviceType);
+  if (PyModule_AddObject(module, "Device", (PyObject*)&TVMFFIDeviceType) < 0) return -1;
+  return PyModule_AddFunctions(module, device_module_methods);
 }

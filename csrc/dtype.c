@@ -384,6 +384,12 @@ PyTypeObject TVMFFIDataTypeType = {
 
 int tvmffi_dtype_init_types(PyObject* module) {
   if (PyType_Ready(&TVMFFIDataTypeType) < 0) return -1;
+  /* The official dtype is a Python class its clients extend with class
+   * attributes (TVM reads and fills dtype._NUMPY_DTYPE_TO_STR): ours stays
+   * open to that too. PyType_Ready marks static types immutable; setattr on
+   * the type then updates tp_dict and invalidates the method cache as on any
+   * heap type. */
+  TVMFFIDataTypeType.tp_flags &= ~Py_TPFLAGS_IMMUTABLETYPE;
   Py_INCREF(&TVMFFIDataTypeType);
   if (PyModule_AddObject(module, "dtype", (PyObject*)&TVMFFIDataTypeType) < 0) return -1;
   Py_INCREF(&TVMFFIDataTypeType);

@@ -86,6 +86,14 @@ static void resolve_official(void) {
     return;
   }
   Py_XSETREF(g_official.cobject, official_class(core, "CObject"));
+  if (g_official.cobject == &TVMFFIObjectType) {
+    /* Hosted (tvmffi.hosting): tvm_ffi.core is tvmffi.core, and there is no
+     * official binding in the process. Every object is our own. */
+    Py_CLEAR(g_official.cobject);
+    Py_DECREF(core);
+    g_official.resolved = 1;
+    return;
+  }
   Py_XSETREF(g_official.tensor, official_class(core, "Tensor"));
   Py_XSETREF(g_official.native, official_class(core, "PyNativeObject"));
   Py_DECREF(core);

@@ -391,8 +391,15 @@ static PyObject* mdesc_get_doc(PyObject* op, void* c) {
   return Py_NewRef(((MethodDescriptor*)op)->doc);
 }
 
+/* Cls.m.__name__ / __qualname__: the Function's (object.py names it). */
+static PyObject* mdesc_get_func_attr(PyObject* op, void* name) {
+  return PyObject_GetAttrString(((MethodDescriptor*)op)->func, (const char*)name);
+}
+
 static PyGetSetDef mdesc_getset[] = {
     {"__func__", mdesc_get_func, NULL, "The underlying Function.", NULL},
+    {"__name__", mdesc_get_func_attr, NULL, "The reflected method's name.", "__name__"},
+    {"__qualname__", mdesc_get_func_attr, NULL, "The method's qualified name.", "__qualname__"},
     {"__doc__", mdesc_get_doc, NULL, "The reflected method's doc.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

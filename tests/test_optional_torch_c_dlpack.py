@@ -60,3 +60,54 @@ def test_load_gives_torch_the_api() -> None:
     torch = pytest.importorskip("torch")
     assert tcd.load_torch_c_dlpack_extension() is None
     assert hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
+
+
+# ---- torch without the API (torch < 2.10), simulated on this torch -------------------
+# torch 2.13 keeps the API in torch.Tensor's class dict: deleting it gives what an older
+# torch looks like to tvmffi. A fresh interpreter, since the C core decides once.
+OLD_TORCH = """
+import sys, torch, tvmffi
+from tvmffi import _core
+sys.tvmffi_test_api = torch.Tensor.__dlpack_c_exchange_api__
+del torch.Tensor.__dlpack_c_exchange_api__
+t = torch.arange(4.0)
+assert torch.equal(torch.from_dlpack(tvmffi.get_global_func("testing.echo")(t)), t)
+print(_core._tensor_route(torch.Tensor)[0], "torch_c_dlpack_ext" in sys.modules)
+"""
+
+
+def _run_old_torch(pythonpath: str | None = None) -> list[str]:
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-c", OLD_TORCH], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.split()
+
+
+def test_torch_without_the_api_and_no_addon_build_keeps_the_python_protocol() -> None:
+    # The installed torch-c-dlpack-ext has no build for this torch (its import fails):
+    # tensors still cross, through torch's __dlpack__.
+    assert _run_old_torch() == ["protocol", "False"]
+
+
+def test_torch_without_the_api_gets_it_from_the_addon_package(tmp_path: object) -> None:
+    # The addon package, where it has a build for the torch in use, sets the API on
+    # torch.Tensor when imported. tvmffi imports it the first time it meets a torch
+    # tensor without the API. The package here stands in for such a build (this venv's
+    # torch has none) by setting torch's own API back.
+    import pathlib
+
+    pkg = pathlib.Path(str(tmp_path)) / "torch_c_dlpack_ext"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import sys, torch\ntorch.Tensor.__dlpack_c_exchange_api__ = sys.tvmffi_test_api\n"
+    )
+    assert _run_old_torch(str(tmp_path)) == ["exchange", "True"]

@@ -15,11 +15,13 @@ import tvmffi.testing as testing
 echo = testing.echo
 
 
-# ---- complex numbers have no FFI value ------------------------------------------------
+# ---- complex numbers have no FFI value: opaque objects, never truncated ------------------
 @pytest.mark.parametrize("value", [1 + 2j, np.complex128(1 + 2j), np.complex64(1 + 2j)])
-def test_complex_scalars_are_refused_not_truncated(value: Any) -> None:
-    with pytest.raises(TypeError, match=r"argument 0: .*complex"):
-        echo(value)
+def test_complex_scalars_pass_as_opaque_objects_not_truncated(value: Any) -> None:
+    # As on the official binding: the object itself comes back (not its float()).
+    assert echo(value) is value
+    arr = tvmffi.Array([value])
+    assert isinstance(arr, tvmffi.Array) and arr[0] is value
 
 
 # ---- results of the conversion protocols are checked ----------------------------------

@@ -115,7 +115,8 @@ from .structural import (
 
 # ---- end of structural, serialization ----
 
-__version__ = "0.1.0"
+#: tvmffi's own release. ``__version__`` (below) answers the official package's version.
+__tvmffi_version__ = "0.1.0"
 
 
 def tvm_ffi_version() -> str:
@@ -201,6 +202,8 @@ __all__ += [
 ]
 
 # structural equality/hash/traversal, JSON graph serialization
+__all__ += ["host"]
+
 __all__ += [
     "DefRegionKind",
     "InplaceMode",
@@ -222,13 +225,26 @@ __all__ += [
 ]
 
 # Registers ffi.Module.load_from_bytes.tvmffi_dso (module libraries embedded in another).
-from . import _embedded_loader  # noqa: E402, F401
+# _ffi_api (the runtime's ffi.* functions as attributes) is loaded as the official
+# package loads it: clients reach it as tvm_ffi._ffi_api without importing it.
+from . import _embedded_loader, _ffi_api  # noqa: E402, F401
+from ._version import official_version as _official_version  # noqa: E402
+
+# Hosting: tvmffi.host() answers `import tvm_ffi` with tvmffi (docs/hosting.md).
+from .hosting import host  # noqa: E402
 
 
 def __getattr__(name: str) -> object:
-    """Import ``tvmffi.codegen``, ``cpp`` and ``utils`` on first use: the import stays light."""
+    """Import ``tvmffi.codegen``, ``cpp`` and ``utils`` on first use: the import stays light.
+
+    ``__version__`` is the version of the official package (``apache-tvm-ffi``)
+    whose runtime tvmffi loads and whose API it answers: a client compares it with the
+    runtime it was built for. tvmffi's own release is ``__tvmffi_version__``.
+    """
     if name in ("codegen", "cpp", "utils"):
         import importlib
 
         return importlib.import_module("." + name, __name__)
+    if name == "__version__":
+        return _official_version()
     raise AttributeError(f"module 'tvmffi' has no attribute {name!r}")

@@ -77,6 +77,40 @@ def _env_get_current_stream(device_type: int, device_id: int) -> int:
     return int(_core.current_stream(device_type, device_id))
 
 
+def _set_class_device(cls: type) -> None:
+    """Devices the binding hands out are instances of ``cls`` (a :class:`Device` subclass).
+
+    The official hook, as TVM calls it with ``tvm.runtime.Device``: call results,
+    fields, container items, ``Tensor.device`` and :func:`tvmffi.device` give ``cls``.
+    """
+    _core._set_class_device(cls)
+
+
+def _set_class_tensor(cls: type) -> None:
+    """Tensors the binding hands out are instances of ``cls`` (a :class:`Tensor` subclass).
+
+    The official hook, as TVM calls it with ``tvm.runtime.Tensor``: the class is
+    registered for ``ffi.Tensor``, as :func:`register_object` would.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"_set_class_tensor: {cls!r} is not a subclass of tvmffi.Tensor")
+    from .object import _register_class
+
+    _register_class(cls, "ffi.Tensor", install=False, init=False)
+
+
+def __getattr__(name: str) -> Any:
+    """``_CLASS_DEVICE`` / ``_CLASS_TENSOR``: the classes the two hooks above set."""
+    if name == "_CLASS_DEVICE":
+        return _core._device_class()
+    if name == "_CLASS_TENSOR":
+        from .object import _REGISTERED
+
+        index = _core._type_key_to_index("ffi.Tensor")
+        return _REGISTERED.get(index, Tensor) if index is not None else Tensor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "KWARGS",
     "MISSING",
@@ -105,6 +139,8 @@ __all__ = [
     "_object_type_key_to_index",
     "_register_py_class",
     "_register_type_attr",
+    "_set_class_device",
+    "_set_class_tensor",
     "_to_py_class_value",
     "_type_cls_to_type_info",
     "from_dlpack",

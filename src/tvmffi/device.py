@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from . import _core
 from ._core import Device
 
 __all__ = ["DLDeviceType", "Device", "cpu", "cuda", "device", "metal", "opencl", "rocm", "vulkan"]
@@ -45,7 +46,8 @@ def device(device_type: str | int, index: int | None = None) -> Device:
     Returns
     -------
     Device
-        The device.
+        The device: an instance of the class registered with ``core._set_class_device``
+        (TVM's ``tvm.runtime.Device`` when TVM is loaded), else :class:`Device`.
 
     Raises
     ------
@@ -62,34 +64,35 @@ def device(device_type: str | int, index: int | None = None) -> Device:
     >>> tvmffi.device("cpu") == tvmffi.device(tvmffi.DLDeviceType.kDLCPU, 0)
     True
     """
-    return Device(device_type, index)
+    cls: type[Device] = _core._device_class()
+    return cls(device_type, index)
 
 
 def cpu(index: int = 0) -> Device:
     """Return the CPU device ``cpu:index``."""
-    return Device("cpu", index)
+    return device("cpu", index)
 
 
 def cuda(index: int = 0) -> Device:
     """Return the CUDA device ``cuda:index``."""
-    return Device("cuda", index)
+    return device("cuda", index)
 
 
 def opencl(index: int = 0) -> Device:
     """Return the OpenCL device ``opencl:index``."""
-    return Device("opencl", index)
+    return device("opencl", index)
 
 
 def vulkan(index: int = 0) -> Device:
     """Return the Vulkan device ``vulkan:index``."""
-    return Device("vulkan", index)
+    return device("vulkan", index)
 
 
 def metal(index: int = 0) -> Device:
     """Return the Metal device ``metal:index``."""
-    return Device("metal", index)
+    return device("metal", index)
 
 
 def rocm(index: int = 0) -> Device:
     """Return the ROCm device ``rocm:index``."""
-    return Device("rocm", index)
+    return device("rocm", index)

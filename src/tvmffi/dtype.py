@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import sys
+from enum import IntEnum
 from typing import Any
 
 from . import _core
@@ -19,7 +20,29 @@ DataType = dtype
 
 # The dtype literals below are public but left out of __all__ (as officially), so
 # `from tvmffi.dtype import *` never shadows the builtin `bool`.
-__all__ = ["DataType", "dtype"]
+__all__ = ["DataType", "DataTypeCode", "dtype"]
+
+
+class DataTypeCode(IntEnum):
+    """DLPack's data type codes (``dtype.type_code``), under the official names."""
+
+    INT = 0
+    UINT = 1
+    FLOAT = 2
+    HANDLE = 3
+    BFLOAT = 4
+    BOOL = 6
+    Float8E3M4 = 7
+    Float8E4M3 = 8
+    Float8E4M3B11FNUZ = 9
+    Float8E4M3FN = 10
+    Float8E4M3FNUZ = 11
+    Float8E5M2 = 12
+    Float8E5M2FNUZ = 13
+    Float8E8M0FNU = 14
+    Float6E2M3FN = 15
+    Float6E3M2FN = 16
+    Float4E2M1FN = 17
 
 _PY_SCALARS: dict[type, str] = {
     builtins.bool: "bool",
@@ -56,6 +79,9 @@ def _from_numpy(value: Any) -> str | None:
         dt = np.dtype(value)
     else:
         return None
+    known = dtype._NUMPY_DTYPE_TO_STR.get(dt)  # what a client added wins
+    if known is not None:
+        return str(known)
     if dt.kind == "b":
         return "bool"
     if dt.kind in "iu" or (dt.kind == "f" and dt.itemsize <= 8) or dt.kind == "c":
@@ -102,6 +128,47 @@ def _dtype_string(value: Any) -> str:
 
 
 _core.set_dtype_hook(_dtype_string)
+
+
+class _NumpyDtypeTable:
+    """``dtype._NUMPY_DTYPE_TO_STR``: ``{numpy.dtype: dtype string}``, as the official class has.
+
+    The table NumPy dtypes are converted by first (a client may add to it or replace
+    it). Filled on first use, so importing tvmffi does not import NumPy: the NumPy
+    dtypes with a DLPack equivalent, and ml_dtypes' bfloat16/float8/float4 when
+    installed.
+    """
+
+    def __init__(self) -> None:
+        self._table: dict[Any, str] | None = None
+
+    def __get__(self, obj: object, owner: type | None = None) -> dict[Any, str]:
+        if self._table is None:
+            self._table = _numpy_dtype_table()
+        return self._table
+
+
+def _numpy_dtype_table() -> dict[Any, str]:
+    table: dict[Any, str] = {}
+    try:
+        import numpy as np
+    except ImportError:
+        return table
+    for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                 "uint64", "float16", "float32", "float64"):  # fmt: skip
+        table[np.dtype(name)] = name
+    try:
+        import ml_dtypes
+    except ImportError:
+        return table
+    for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn"):
+        if hasattr(ml_dtypes, name):
+            table[np.dtype(getattr(ml_dtypes, name))] = name
+    return table
+
+
+# The dtype class is open to class attributes (csrc/dtype.c), as the official Python class is.
+dtype._NUMPY_DTYPE_TO_STR = _NumpyDtypeTable()  # type: ignore[assignment]
 
 # The official binding's dtype literals (``bool`` shadows the builtin here, as there).
 bool = dtype("bool")

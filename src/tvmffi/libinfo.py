@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -198,15 +199,34 @@ def _find_library_by_basename(
         dirs += [_wheel_dir() / "build" / "lib", _wheel_dir() / "lib"]
     if use_env_path:
         dirs += _env_dirs()
-    for d in dirs:
-        for name in names:
-            try:
-                candidate = (d / name).resolve()
-            except OSError:
-                continue
-            if candidate.is_file():
-                return candidate
+    found_path = _resolve_and_validate([d / name for d in dirs for name in names], Path.is_file)
+    if found_path is not None:
+        return Path(found_path)
     searched = "\n  ".join(str(d) for d in dirs)
     raise RuntimeError(
         f"Cannot find library {', '.join(names)}; searched directories:\n  {searched}"
     )
+
+
+def _resolve_and_validate(
+    paths: Iterable[Path], cond: Callable[[Path], bool | Path]
+) -> str | None:
+    """The first of ``paths``, resolved, that ``cond`` accepts, as a string; ``None`` if none.
+
+    ``cond`` gets each resolved path and answers ``True`` (take it), ``False`` (try the
+    next) or a :class:`~pathlib.Path` to answer instead (as is). A candidate whose
+    resolution or check raises ``OSError`` or ``AssertionError`` is skipped; other
+    errors propagate. The official binding's private helper, which TVM's ``libinfo``
+    and RPC server call; the library lookup above uses it too.
+    """
+    for path in paths:
+        try:
+            resolved = path.resolve()
+            verdict = cond(resolved)
+        except (OSError, AssertionError):
+            continue
+        if isinstance(verdict, Path):
+            return str(verdict)
+        if verdict is True:
+            return str(resolved)
+    return None

@@ -327,16 +327,14 @@ class Module(Object):
     def write_to_file(self, path: str | PathLike[str], fmt: str = "") -> None:
         """Write the module to ``path`` in format ``fmt``.
 
-        Raises ``RuntimeError`` naming the kind when the module cannot be written,
-        and ``ValueError`` for a format it does not support.
+        The module's own writer decides (as on the official binding, a module listing no
+        write formats, such as TVM's llvm modules, may still write itself); the runtime's
+        error when it cannot. ``ValueError`` for a format missing from a non-empty
+        :meth:`get_write_formats`.
         """
         file_name = os.fspath(path)
         formats = self.get_write_formats()
-        if not formats:
-            raise RuntimeError(
-                f"module of kind {self.kind!r} does not support write_to_file ({file_name})"
-            )
-        if fmt and fmt not in formats:
+        if formats and fmt and fmt not in formats:
             raise ValueError(
                 f"module of kind {self.kind!r} cannot be written as {fmt!r}; "
                 f"supported formats: {formats}"

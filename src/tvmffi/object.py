@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -482,6 +483,7 @@ def _attrs_of(index: int) -> dict[str, Any]:
         for m in info.methods:
             if m.name == "__ffi_init__":
                 continue
+            _name_method(m.func, m.name, info.type_key)
             table[m.name] = (
                 staticmethod(m.func)
                 if m.is_static
@@ -489,6 +491,16 @@ def _attrs_of(index: int) -> dict[str, Any]:
             )
     _ATTR_CACHE[index] = table
     return table
+
+
+def _name_method(func: Any, name: str, type_key: str) -> None:
+    """A reflected method's Function answers ``__name__`` and ``__qualname__`` (as the
+    official binding's methods do): ``obj.m.__name__`` reads them through the bound method."""
+    try:
+        func.__name__ = name
+        func.__qualname__ = f"{type_key.rsplit('.', 1)[-1]}.{name}"
+    except (AttributeError, TypeError):  # a Function subclass without a __dict__
+        pass
 
 
 def _find_ffi_init(index: int) -> Any:
@@ -685,17 +697,27 @@ def register_object(type_key: str | type | None = None, *, init: bool = True) ->
 
     def decorator_with(key: str) -> Callable[[_T], _T]:
         def decorator(cls: _T) -> _T:
-            return _register_class(cls, key, init=init)
+            return _register_or_skip(cls, key, init)
 
         return decorator
 
     if isinstance(type_key, str):
         return decorator_with(type_key)
     if type_key is None:
-        return lambda cls: _register_class(cls, cls.__name__, init=init)
+        return lambda cls: _register_or_skip(cls, cls.__name__, init)
     if isinstance(type_key, type):
-        return _register_class(type_key, type_key.__name__, init=init)
+        return _register_or_skip(type_key, type_key.__name__, init)
     raise TypeError("type_key must be a string, type, or None")
+
+
+def _register_or_skip(cls: _T, key: str, init: bool) -> _T:
+    """Register ``cls`` for ``key``; an unknown key leaves ``cls`` as it is when the
+    official switch ``registry._SKIP_UNKNOWN_OBJECTS`` is on (TVM sets it in its
+    runtime-only mode, where the compiler's types are not registered)."""
+    registry = sys.modules.get(__package__ + ".registry")
+    if getattr(registry, "_SKIP_UNKNOWN_OBJECTS", False) and _core._type_key_to_index(key) is None:
+        return cls
+    return _register_class(cls, key, init=init)
 
 
 # ---- hooks of the generic Object -------------------------------------------

@@ -26,6 +26,10 @@ from .dataclasses._registration import (  # noqa: F401
 )
 from .dataclasses.c_class import _warn_missing_field_annotations  # noqa: F401
 
+#: When true, ``register_object`` leaves a class whose type key the runtime does not
+#: know unregistered instead of raising (the official switch; TVM's runtime-only mode).
+_SKIP_UNKNOWN_OBJECTS = False
+
 __all__ = [
     "get_global_func",
     "get_global_func_metadata",

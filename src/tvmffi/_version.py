@@ -1,0 +1,33 @@
+"""The version ``tvmffi.__version__`` answers: the official package's, whose runtime tvmffi loads.
+
+tvmffi binds the runtime of the installed ``apache-tvm-ffi`` wheel and answers its
+Python API, so a client that compares ``tvm_ffi.__version__`` with the runtime it was
+built for (a compiled extension's ABI check) must see that wheel's version, as it
+would on the official binding. tvmffi's own release is ``tvmffi.__tvmffi_version__``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from . import _core
+
+#: The distribution that ships the runtime tvmffi loads.
+RUNTIME_DISTRIBUTION = "apache-tvm-ffi"
+
+
+@functools.cache
+def official_version() -> str:
+    """The installed ``apache-tvm-ffi`` version (e.g. ``0.1.15.post2``).
+
+    Read from its metadata on first use (``importlib.metadata`` costs ~20 ms, so not at
+    import); without the metadata (a runtime built from source), the loaded runtime's
+    own ``major.minor.patch``.
+    """
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(RUNTIME_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        version: str = _core.tvm_ffi_version()
+        return version
