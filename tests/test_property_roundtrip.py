@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 import tvm_ffi
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
