@@ -103,7 +103,7 @@ def main() -> None:
     # The first dump also counts callgrind's own start-up of the counters: a
     # throw-away row takes it.
     counts = count(["pass", *ROWS.values()], n)[1:]
-    for name, c in zip(ROWS, counts):
+    for name, c in zip(ROWS, counts, strict=True):
         print(f"| `{name}` | {c:.0f} |")
 
 

@@ -73,7 +73,9 @@ IMPORTS: dict[str, Callable[[Any, bool], Any]] = {
     "argument": lambda x, ok: T.echo(x),
     "container element": lambda x, ok: T.echo([x])[0],
     "view, then argument": lambda x, ok: T.echo(tvmffi.TensorView(x, allow_read_only=ok)),
-    "view, then callback": lambda x, ok: _kept_by_callback(tvmffi.TensorView(x, allow_read_only=ok)),
+    "view, then callback": lambda x, ok: _kept_by_callback(
+        tvmffi.TensorView(x, allow_read_only=ok)
+    ),
 }
 
 
