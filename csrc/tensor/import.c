@@ -283,11 +283,14 @@ static int refuse_read_only(PyObject* obj, TVMFFIObjectHandle h, Py_ssize_t argp
 }
 
 /* Whether the route made a new Tensor object over read-only memory (not an
- * existing Tensor or view, whose maker already decided). */
-static inline int read_only_import(PyObject* obj, const TypeEntry* e, TVMFFIObjectHandle h) {
-  (void)obj;
-  return (e == NULL || (e->kind != TK_VIEW && e->kind != TK_OBJECT)) &&
-         (tensor_flags(h) & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+ * existing Tensor or view, whose maker already decided; not an official
+ * Tensor, which carries no flags). The routes that make one return an
+ * OwnTensor, whose flags are read in place. */
+static inline int read_only_import(const TypeEntry* e, TVMFFIObjectHandle h) {
+  if (e != NULL && (e->kind == TK_VIEW || e->kind == TK_OBJECT || e->kind == TK_OFFICIAL)) {
+    return 0;
+  }
+  return (((const OwnTensor*)h)->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
 }
 
 /* ==== 4. entry points ======================================================== */
@@ -336,7 +339,7 @@ int tensor_handle_from_py(PyObject* obj, const ImportOptions* opt, TVMFFIObjectH
   const TypeEntry* e = PyCapsule_CheckExact(obj) ? NULL : type_entry(Py_TYPE(obj));
   TVMFFIObjectHandle h = route(obj, e, -1);
   if (h == NULL) return -1;
-  if (!opt->allow_read_only && read_only_import(obj, e, h)) return refuse_read_only(obj, h, -1);
+  if (!opt->allow_read_only && read_only_import(e, h)) return refuse_read_only(obj, h, -1);
   if (check_requirements((const DLTensor*)tvmffi_cell(h), opt->align, opt->contiguous) != 0) {
     TVMFFIObjectDecRef(h);
     return -1;
@@ -346,6 +349,11 @@ int tensor_handle_from_py(PyObject* obj, const ImportOptions* opt, TVMFFIObjectH
 }
 
 /* ---- call arguments ---- */
+/* The entries the hub tests for inline (an exact ndarray, an official
+ * Tensor) are kept out of line (Py_NO_INLINE): inlined into
+ * tvmffi_py_to_any under LTO, they make it too large to be inlined into the
+ * call loop itself, which costs every argument of every call ~18
+ * instructions. */
 int tvmffi_tensor_is_fill_of(TVMFFIObjectHandle h, PyObject* arg) {
   return ((const TVMFFIObject*)h)->deleter == own_deleter &&
          ((const OwnTensor*)h)->owner == arg && ((const OwnTensor*)h)->exchange_fill;
@@ -436,8 +444,17 @@ int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
     return 0;
   }
   const TypeEntry* e = type_entry(Py_TYPE(obj));
+  if (e->kind == TK_EXCHANGE && exchange_fills(e)) {
+    /* A torch tensor, the hot route: no flags, no switch. */
+    OwnTensor* t = exchange_fill_tensor(obj, e, argpos);
+    if (t == NULL) return -1;
+    temps->dlpack_api = e->api; /* the framework gets its tensors back (framework.c) */
+    if (push_tensor(t, obj, out, temps) != 0) return -1;
+    return t->dl.device.device_type == kDLCPU ? 0
+                                              : adopt_producer_stream(obj, e, t, argpos, temps);
+  }
   if ((h = route(obj, e, argpos)) == NULL) return -1;
-  if (read_only_import(obj, e, h)) return refuse_read_only(obj, h, argpos);
+  if (read_only_import(e, h)) return refuse_read_only(obj, h, argpos);
   if (push_tensor(h, obj, out, temps) != 0) return -1;
   return note_framework(obj, e, h, argpos, temps);
 }
@@ -454,7 +471,7 @@ int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssiz
 }
 
 /* An exact numpy.ndarray (the hub's inline test). */
-int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+Py_NO_INLINE int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   TVMFFIObjectHandle seen = converted_in_call(temps, arr);
   if (seen != NULL) {
     set_tensor_any(out, seen);
@@ -469,7 +486,7 @@ int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssi
 /* The official binding's Tensor: its handle, borrowed for the call as the
  * official binding passes it; a handle-less view's DLTensor* as an argument,
  * a Tensor keeping the view alive when kept. */
-int tvmffi_official_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
+Py_NO_INLINE int tvmffi_official_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
                                   Py_ssize_t argpos) {
   TVMFFIObjectHandle h;
   const DLTensor* dl;
