@@ -470,17 +470,22 @@ int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssiz
   return tvmffi_tensor_to_kept_any(obj, out, temps, argpos);
 }
 
-/* An exact numpy.ndarray (the hub's inline test). */
-Py_NO_INLINE int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
-  TVMFFIObjectHandle seen = converted_in_call(temps, arr);
-  if (seen != NULL) {
-    set_tensor_any(out, seen);
-    return 0;
-  }
+/* An ndarray not seen before in this call: out of line (see above). */
+static Py_NO_INLINE int ndarray_new_arg(PyObject* arr, TVMFFIAny* out, TempList* temps,
+                                        Py_ssize_t argpos) {
   OwnTensor* t = route_numpy(arr, argpos);
   if (t == NULL) return -1;
   if (t->flags & DLPACK_FLAG_BITMASK_READ_ONLY) return refuse_read_only(arr, t, argpos);
   return push_tensor(t, arr, out, temps);
+}
+
+/* An exact numpy.ndarray (the hub's inline test); a repeat (nop(x, x, x))
+ * is answered inline. */
+int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  TVMFFIObjectHandle seen = converted_in_call(temps, arr);
+  if (seen == NULL) return ndarray_new_arg(arr, out, temps, argpos);
+  set_tensor_any(out, seen);
+  return 0;
 }
 
 /* The official binding's Tensor: its handle, borrowed for the call as the
