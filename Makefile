@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
-SOURCES := $(wildcard csrc/*.c csrc/*.h src/*.pth src/tvmffi/*.py src/tvmffi/*/*.py src/tvmffi/*/*/*.py) setup.py pyproject.toml
+SOURCES := $(wildcard csrc/*.c csrc/*.h csrc/*/*.c csrc/*/*.h src/*.pth src/tvmffi/*.py src/tvmffi/*/*.py src/tvmffi/*/*/*.py) setup.py pyproject.toml
 
 .PHONY: demo test bench soak lint install clean wheel sdist test-pythons docs
 

@@ -38,7 +38,8 @@ def _tvm_ffi_root() -> str:
 
 
 root = _tvm_ffi_root()
-sources = sorted(glob.glob(os.path.join("csrc", "*.c")))
+# csrc/tensor/ holds the tensor route (its entry is csrc/tensor/import.c).
+sources = sorted(glob.glob(os.path.join("csrc", "*.c")) + glob.glob(os.path.join("csrc", "*", "*.c")))
 extra_compile_args = ["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
 # The call path crosses files (function.c -> any.c -> object.c); link-time
 # optimization lets those small functions inline into one another.
@@ -54,7 +55,7 @@ else:
 core = Extension(
     "tvmffi._core",
     sources=sources,
-    depends=sorted(glob.glob(os.path.join("csrc", "*.h"))),
+    depends=sorted(glob.glob(os.path.join("csrc", "*.h")) + glob.glob(os.path.join("csrc", "*", "*.h"))),
     include_dirs=[os.path.join(root, "include"), "csrc"],
     library_dirs=[os.path.join(root, "lib")],
     libraries=["tvm_ffi"] + (["dl"] if sys.platform.startswith("linux") else []),

@@ -8,26 +8,9 @@
  */
 #include "core.h"
 
-#include <stdarg.h>
 #include <string.h>
 
 /* ---- Python -> Any: slow path helpers ------------------------------------ */
-/* Raise `cls` with a message prefixed by the argument position. */
-int tvmffi_arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...) {
-  va_list va;
-  va_start(va, fmt);
-  PyObject* msg = PyUnicode_FromFormatV(fmt, va);
-  va_end(va);
-  if (msg == NULL) return -1;
-  if (argpos >= 0) {
-    PyErr_Format(cls, "argument %zd: %U", argpos, msg);
-  } else {
-    PyErr_SetObject(cls, msg);
-  }
-  Py_DECREF(msg);
-  return -1;
-}
-
 /* _OPAQUE_PTR_HANDLERS: exact class -> callable returning an address. Filled by
  * applications at setup (official name and semantics); looked up per value, so
  * entries added or removed later take effect. */
@@ -459,23 +442,6 @@ static struct {
   int kind;
 } g_kind_cache[KIND_CACHE_SIZE];
 
-unsigned int tvmffi_type_version_tag(PyTypeObject* tp) {
-  if (tp->tp_version_tag == 0) {
-#if PY_VERSION_HEX >= 0x030C0000
-    PyUnstable_Type_AssignVersionTag(tp);
-#else
-    static PyObject* name; /* any name: a type lookup assigns a tag */
-    if (name == NULL) name = PyUnicode_InternFromString("__tvm_ffi_object__");
-    if (name != NULL) {
-      (void)_PyType_Lookup(tp, name);
-    } else {
-      PyErr_Clear(); /* no tag: the decision is simply not cached */
-    }
-#endif
-  }
-  return tp->tp_version_tag;
-}
-
 static int kind_of(PyTypeObject* tp) {
   size_t slot = ((uintptr_t)tp >> 4) % KIND_CACHE_SIZE;
   unsigned int tag = tp->tp_version_tag;
@@ -619,7 +585,7 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
     case K_OFFICIAL_OBJECT:
       return tvmffi_official_to_any(obj, OFFICIAL_OBJECT, out, temps, argpos);
     case K_OFFICIAL_TENSOR:
-      return tvmffi_official_to_any(obj, OFFICIAL_TENSOR, out, temps, argpos);
+      return tvmffi_official_tensor_to_any(obj, out, temps, argpos);
     case K_OFFICIAL_NATIVE:
       return tvmffi_official_to_any(obj, OFFICIAL_NATIVE, out, temps, argpos);
     case K_VOID_P:
@@ -681,7 +647,7 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
     /* The handle, inline (interop.c sets the type once it found the handle
      * right after the object header); a Tensor without one is a view. */
     TVMFFIObjectHandle h = *(TVMFFIObjectHandle*)((char*)obj + sizeof(PyObject));
-    if (h == NULL) return tvmffi_official_to_any(obj, OFFICIAL_TENSOR, out, temps, argpos);
+    if (h == NULL) return tvmffi_official_tensor_to_any(obj, out, temps, argpos);
     out->type_index = kTVMFFITensor;
     out->zero_padding = 0;
     out->v_obj = (TVMFFIObject*)h;
@@ -780,7 +746,7 @@ PyObject* tvmffi_any_to_py_owned(TVMFFIAny* value) {
     case kTVMFFIByteArrayPtr:
       return tvmffi_bytearray_to_bytes((const TVMFFIByteArray*)value->v_ptr);
     case kTVMFFIDLTensorPtr:
-      return tvmffi_tensor_view_borrowed((const DLTensor*)value->v_ptr);
+      return tvmffi_dltensor_to_py((const DLTensor*)value->v_ptr, 0);
     case kTVMFFIObjectRValueRef: {
       /* A movable reference: treat as a borrowed object. */
       TVMFFIObjectHandle h = *(TVMFFIObjectHandle*)value->v_ptr;

@@ -390,7 +390,7 @@ int tvmffi_dtype_value(PyObject* value, DLDataType* out);
 int tvmffi_is_dtype_like_type(PyTypeObject* tp);
 int tvmffi_dtype_like_to_dl(PyObject* obj, DLDataType* out);
 
-/* ---- tensor.c, tensor_from_py.c --------------------------------------------- */
+/* ---- csrc/tensor/: the tensor route (import.c is its entry) ------------------- */
 extern PyTypeObject TVMFFITensorType;     /* tvmffi.Tensor, type index kTVMFFITensor */
 extern PyTypeObject TVMFFITensorViewType; /* tvmffi.TensorView, passed as DLTensor* */
 /* numpy.ndarray once numpy is imported (exact-type fast path), else NULL. */
@@ -413,18 +413,17 @@ int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssi
  * tensor `arg` itself seen through its exchange API's non-owning fill (torch):
  * a call returning `h` then returns `arg`. */
 int tvmffi_tensor_is_fill_of(TVMFFIObjectHandle h, PyObject* arg);
-/* A DLTensor* result or callback argument: a borrowed TensorView (shape and
- * strides copied, data borrowed). */
-PyObject* tvmffi_tensor_view_borrowed(const DLTensor* dl);
-
-/* Whether a DLTensor that `owner` only borrows can be read: ValueError for a
- * NULL one, a malformed shape, or NULL data under a non-zero size. */
-int tvmffi_check_borrowed_dl(PyObject* owner, const DLTensor* dl, Py_ssize_t argpos);
-/* A DLTensor that a foreign Python object `owner` only borrows (a view the
- * official binding hands to callbacks): a DLTensor* argument when argpos >= 0,
- * else a Tensor holding `owner`; `dl` passed tvmffi_check_borrowed_dl. */
-int tvmffi_dltensor_view_to_any(PyObject* owner, const DLTensor* dl, TVMFFIAny* out,
-                                TempList* temps, Py_ssize_t argpos);
+/* The official binding's Tensor (or subclass): its handle, borrowed for the
+ * call; a handle-less view's DLTensor* (a Tensor keeping the view alive when
+ * argpos < 0). */
+int tvmffi_official_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
+                                  Py_ssize_t argpos);
+/* A DLTensor* result (lent = 0) or callback argument (lent = 1) as a
+ * tvmffi.Tensor, under the lifetime rule of types.c. */
+PyObject* tvmffi_dltensor_to_py(const DLTensor* dl, int lent);
+/* After the callback that got `arg` from tvmffi_dltensor_to_py(dl, 1)
+ * returned: a lent Tensor expires (see types.c). */
+void tvmffi_dltensor_lent_end(PyObject* arg);
 
 /* ---- interop.c: the official binding's objects ------------------------------- */
 enum { OFFICIAL_NONE = 0, OFFICIAL_OBJECT, OFFICIAL_TENSOR, OFFICIAL_NATIVE };
@@ -434,15 +433,15 @@ enum { OFFICIAL_NONE = 0, OFFICIAL_OBJECT, OFFICIAL_TENSOR, OFFICIAL_NATIVE };
 extern PyTypeObject* tvmffi_official_tensor_type;
 /* Which official-binding class `tp` derives from (OFFICIAL_*). */
 int tvmffi_official_kind(PyTypeObject* tp);
-/* An instance of such a class (kind from tvmffi_official_kind): its handle,
- * borrowed from `obj` for the call (a handle-less Tensor view may add a
- * temporary to `temps`). */
+/* An instance of such a class (kind OFFICIAL_OBJECT or OFFICIAL_NATIVE; a
+ * Tensor goes to tvmffi_official_tensor_to_any): its handle, borrowed from
+ * `obj` for the call. */
 int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* temps,
                            Py_ssize_t argpos);
-/* An official Tensor: its handle (borrowed), or NULL and, for a handle-less
- * view, its checked DLTensor in *dl. */
-int tvmffi_official_tensor_parts(PyObject* obj, TVMFFIObjectHandle* handle, const DLTensor** dl,
-                                 Py_ssize_t argpos);
+/* The handle of an official object (NULL for an empty one or a view). */
+int tvmffi_official_handle(PyObject* obj, TVMFFIObjectHandle* out);
+/* Where the official Tensor keeps its DLTensor* (0: layout unknown). */
+Py_ssize_t tvmffi_official_dltensor_offset(void);
 /* Register the global function __tvm_ffi_object__ hands objects over with. */
 int tvmffi_interop_init(void);
 /* ---- framework.c: a call's DLPack C exchange API -------------------------------- */

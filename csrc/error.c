@@ -184,3 +184,20 @@ int tvmffi_set_ffi_error_from_py(void) {
   Py_XDECREF(value);
   return -1;
 }
+
+/* An exception of class `cls` whose message names the argument (argpos >= 0)
+ * being converted; returns -1. */
+int tvmffi_arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...) {
+  va_list va;
+  va_start(va, fmt);
+  PyObject* msg = PyUnicode_FromFormatV(fmt, va);
+  va_end(va);
+  if (msg == NULL) return -1;
+  if (argpos >= 0) {
+    PyErr_Format(cls, "argument %zd: %U", argpos, msg);
+  } else {
+    PyErr_SetObject(cls, msg);
+  }
+  Py_DECREF(msg);
+  return -1;
+}

@@ -121,8 +121,7 @@ int tvmffi_official_kind(PyTypeObject* tp) {
   return OFFICIAL_NONE;
 }
 
-/* The handle of an official object (NULL for an empty one or a view). */
-static int read_handle(PyObject* obj, TVMFFIObjectHandle* out) {
+int tvmffi_official_handle(PyObject* obj, TVMFFIObjectHandle* out) {
   if (g_official.handle_offset > 0) {
     *out = *(TVMFFIObjectHandle*)((char*)obj + g_official.handle_offset);
     return 0;
@@ -134,23 +133,7 @@ static int read_handle(PyObject* obj, TVMFFIObjectHandle* out) {
   return *out == NULL && PyErr_Occurred() ? -1 : 0;
 }
 
-/* A Tensor without a handle is a view of a DLTensor that the official binding
- * handed to a Python callback (jax-tvm-ffi does): it converts from its
- * DLTensor fields. Its __dlpack__ must never be called (it crashes). */
-int tvmffi_official_tensor_parts(PyObject* obj, TVMFFIObjectHandle* handle, const DLTensor** dl,
-                                 Py_ssize_t argpos) {
-  if (read_handle(obj, handle) != 0) return -1;
-  *dl = NULL;
-  if (*handle != NULL) return 0;
-  if (g_official.dltensor_offset == 0) {
-    return tvmffi_arg_error(PyExc_TypeError, argpos,
-                            "cannot convert a '%.200s' view without a handle: unknown layout of "
-                            "the official binding's Tensor",
-                            Py_TYPE(obj)->tp_name);
-  }
-  *dl = *(const DLTensor**)((char*)obj + g_official.dltensor_offset);
-  return tvmffi_check_borrowed_dl(obj, *dl, argpos);
-}
+Py_ssize_t tvmffi_official_dltensor_offset(void) { return g_official.dltensor_offset; }
 
 int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* temps,
                            Py_ssize_t argpos) {
@@ -165,12 +148,9 @@ int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* te
     Py_DECREF(attached);
     return rc;
   }
+  if (kind == OFFICIAL_TENSOR) return tvmffi_official_tensor_to_any(obj, out, temps, argpos);
   TVMFFIObjectHandle h;
-  if (kind == OFFICIAL_TENSOR) {
-    const DLTensor* dl;
-    if (tvmffi_official_tensor_parts(obj, &h, &dl, argpos) != 0) return -1;
-    if (h == NULL) return tvmffi_dltensor_view_to_any(obj, dl, out, temps, argpos);
-  } else if (read_handle(obj, &h) != 0) {
+  if (tvmffi_official_handle(obj, &h) != 0) {
     return -1;
   } else if (h == NULL) {
     return tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' object holds no FFI handle",
@@ -179,7 +159,7 @@ int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* te
   /* Borrowed for the call, like our own Objects' handles (and as the official
    * binding passes them): the argument object is kept alive by the caller. */
   (void)temps;
-  out->type_index = kind == OFFICIAL_TENSOR ? kTVMFFITensor : tvmffi_type_index_of(h);
+  out->type_index = tvmffi_type_index_of(h);
   out->zero_padding = 0;
   out->v_obj = (TVMFFIObject*)h;
   return 0;

@@ -547,3 +547,22 @@ int tvmffi_object_init_types(PyObject* module) {
   Py_INCREF(&TVMFFIObjectType);
   return PyModule_AddObject(module, "Object", (PyObject*)&TVMFFIObjectType);
 }
+
+/* The version tag of `tp`, assigned now when it has none yet (0 when it
+ * cannot be): per-type caches (any.c, tensor/import.c) key on it. */
+unsigned int tvmffi_type_version_tag(PyTypeObject* tp) {
+  if (tp->tp_version_tag == 0) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyUnstable_Type_AssignVersionTag(tp);
+#else
+    static PyObject* name; /* any name: a type lookup assigns a tag */
+    if (name == NULL) name = PyUnicode_InternFromString("__tvm_ffi_object__");
+    if (name != NULL) {
+      (void)_PyType_Lookup(tp, name);
+    } else {
+      PyErr_Clear(); /* no tag: the decision is simply not cached */
+    }
+#endif
+  }
+  return tp->tp_version_tag;
+}

@@ -167,7 +167,9 @@ def test_resolved_lazy_tensors_pass_with_their_values() -> None:
 def test_from_dlpack_is_the_c_function_with_a_signature() -> None:
     assert type(tvmffi.from_dlpack).__name__ == "builtin_function_or_method"
     sig = inspect.signature(tvmffi.from_dlpack)
-    assert list(sig.parameters) == ["ext_tensor", "require_alignment", "require_contiguous"]
+    assert list(sig.parameters) == [
+        "ext_tensor", "require_alignment", "require_contiguous", "allow_read_only"
+    ]
     assert sig.parameters["require_alignment"].default == 0
     assert "DLPack" in (tvmffi.from_dlpack.__doc__ or "")
 

@@ -355,18 +355,32 @@ def test_non_native_byte_order_and_object_dtype() -> None:
 def test_readonly_array() -> None:
     a = np.arange(3.0)
     a.flags.writeable = False
-    t = tvmffi.from_dlpack(a)
+    # refused on every import route unless the import opts in (BufferError, as the official)
+    for route in (
+        lambda: tvmffi.from_dlpack(a),
+        lambda: T.echo(a),
+        lambda: T.echo([a]),
+        lambda: tvmffi.TensorView(a),
+        lambda: tvmffi.from_dlpack(a.__dlpack__(max_version=(1, 0))),
+        lambda: tvmffi.from_dlpack(Box(a)),
+        lambda: T.nop(Box(a)),
+    ):
+        with pytest.raises(BufferError, match="read-only"):
+            route()
+    t = tvmffi.from_dlpack(a, allow_read_only=True)
     assert t.data_ptr() == a.ctypes.data
-    # the DLPack read-only flag travels with the tensor to every consumer
+    # the DLPack read-only flag travels with the opted-in tensor to every consumer
     assert np.from_dlpack(t).flags.writeable is False
-    assert np.from_dlpack(T.echo(a)).flags.writeable is False  # argument, then result
-    assert np.from_dlpack(tvmffi.TensorView(a)).flags.writeable is False
-    assert np.from_dlpack(tvmffi.from_dlpack(tvmffi.TensorView(a))).flags.writeable is False
-    assert np.from_dlpack(T.echo([a])[0]).flags.writeable is False
+    assert np.from_dlpack(T.echo(t)).flags.writeable is False  # argument, then result
+    v = tvmffi.TensorView(a, allow_read_only=True)
+    assert np.from_dlpack(v).flags.writeable is False
+    assert np.from_dlpack(tvmffi.from_dlpack(v)).flags.writeable is False
+    assert np.from_dlpack(T.echo([t])[0]).flags.writeable is False
     # versioned producers set the flag themselves
     cap = a.__dlpack__(max_version=(1, 0))
-    assert np.from_dlpack(tvmffi.from_dlpack(cap)).flags.writeable is False
-    assert np.from_dlpack(tvmffi.from_dlpack(Box(a))).flags.writeable is False
+    t2 = tvmffi.from_dlpack(cap, allow_read_only=True)
+    assert np.from_dlpack(t2).flags.writeable is False
+    assert np.from_dlpack(tvmffi.from_dlpack(Box(a), allow_read_only=True)).flags.writeable is False
     # writable arrays stay writable
     b = np.arange(3.0)
     assert np.from_dlpack(tvmffi.from_dlpack(b)).flags.writeable is True
@@ -406,7 +420,7 @@ def test_readonly_export_to_torch() -> None:
     # for NumPy's own read-only export): it imports the memory as it is.
     a = np.arange(4.0)
     a.flags.writeable = False
-    t = tvmffi.from_dlpack(a)
+    t = tvmffi.from_dlpack(a, allow_read_only=True)
     assert capsule_flags(t.__dlpack__(max_version=(1, 0))) & 1  # DLPACK_FLAG_BITMASK_READ_ONLY
     assert capsule_flags(tvmffi.from_dlpack(np.zeros(2)).__dlpack__(max_version=(1, 0))) == 0
     x = torch.from_dlpack(t)
@@ -544,8 +558,8 @@ def test_tensor_view() -> None:
     assert v.shape == (2, 3) and v.strides == (3, 1) and v.ndim == 2
     assert v.dtype == "int16" and v.device == tvmffi.cpu()
     assert v.data_ptr() == a.ctypes.data
-    r = T.echo(v)  # travels as DLTensor*, comes back as a borrowed view
-    assert type(r) is tvmffi.TensorView
+    r = T.echo(v)  # travels as DLTensor*, comes back as the view's Tensor
+    assert type(r) is tvmffi.Tensor
     assert r.shape == (2, 3) and r.data_ptr() == a.ctypes.data
     assert T.optional_tensor_view_has_value(v) is True
     b = np.from_dlpack(v)

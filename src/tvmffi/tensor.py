@@ -5,16 +5,16 @@ is a DLPack producer, so ``numpy.from_dlpack(t)`` and ``torch.from_dlpack(t)``
 take it back without copying. ``from_dlpack(obj)`` imports any DLPack producer
 zero-copy; the resulting tensor keeps its source alive.
 
-``TensorView(array)`` is a borrowed view passed to functions as ``DLTensor*``:
-the caller promises that ``array`` outlives every use of the view.
+``TensorView(array)`` is passed to functions as ``DLTensor*``; it holds the
+Tensor made for ``array``, so it is valid as long as it lives.
 
 Any DLPack producer passed to a ``Function`` (NumPy, PyTorch, CuPy, JAX arrays,
 ``tvm_ffi.Tensor``) becomes a ``Tensor`` automatically, without copying.
 
-A ``TensorView`` that is *kept* rather than passed (a callback's return value,
-a field assignment, an element of a list, tuple or dict argument, which becomes
-an ``Array`` or ``Map``) becomes a ``Tensor`` that keeps the view alive, since a
-raw ``DLTensor*`` cannot own anything.
+A ``DLTensor*`` that reaches Python (a result, a callback's argument) arrives
+as a ``Tensor``: a live ``TensorView``'s own (keeping its source alive), or,
+for one lent to a callback, a Tensor that expires when the callback returns
+(its accessors then raise ``ValueError``). See ``docs/tensors.md``.
 
 Layouts: non-contiguous, zero-size and 0-d arrays pass unchanged. Negative
 strides are passed as they are too: DLPack counts strides as signed element
@@ -26,14 +26,14 @@ itemsize, with non-native byte order, or of sub-byte dtypes stored one per
 byte (ml_dtypes ``int4``) cannot be expressed in DLPack and raise
 ``ValueError`` naming the argument.
 
-Read-only data stays read-only: a non-writable NumPy array, or a versioned
-DLPack producer's tensor flagged ``DLPACK_FLAG_BITMASK_READ_ONLY``, gives a
-``Tensor`` (also after passing through FFI calls) whose versioned
-``__dlpack__`` export carries the flag, so ``numpy.from_dlpack`` returns a
-non-writable array. Legacy (unversioned) DLPack has no flags, and PyTorch has
-no read-only tensors: ``torch.from_dlpack`` imports such data as writable, as
-it does NumPy's own read-only export; do not write through it. Tensors made by
-the runtime or another binding carry no flag.
+Read-only memory (a non-writable NumPy array, a versioned DLPack tensor
+flagged ``DLPACK_FLAG_BITMASK_READ_ONLY``) raises ``BufferError`` on every
+import route, as in the official binding, since a function may write to any
+tensor it gets. ``from_dlpack(x, allow_read_only=True)`` (also ``Tensor`` and
+``TensorView``) opts in; the Tensor so made passes everywhere and its
+versioned ``__dlpack__`` export carries the flag, so ``numpy.from_dlpack``
+returns a non-writable array. PyTorch has no read-only tensors and ignores the
+flag.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
  * API. The read-only flag known for our tensors is carried into versioned
  * exports (the runtime's export always says writable).
  */
-#include "tensor_internal.h"
+#include "internal.h"
 
 /* ---- exporting: Tensor.__dlpack__ ----------------------------------------------- */
 static void capsule_destructor_versioned(PyObject* cap) {

@@ -1,11 +1,12 @@
 /*
- * Tensor objects built here (see OwnTensor in tensor_internal.h): every route
- * from a Python array to a Tensor (NumPy, DLPack exchange API, the Python
- * protocol, TensorView) ends in one of these, so the callee gets a Tensor
- * object that owns a reference to its source, and the DLPack read-only flag
- * travels with it to every later export.
+ * Tensor objects built here (see OwnTensor in internal.h): every route of
+ * import.c (NumPy, DLPack exchange API, the Python protocol, TensorView, an
+ * official view) ends in one of these, filled by own_from_dl (internal.h)
+ * from the producer's DLTensor, checked here first where the producer is not
+ * trusted; so the callee gets a Tensor object that owns a reference to its
+ * source, and the DLPack read-only flag travels with it to every later export.
  */
-#include "tensor_internal.h"
+#include "internal.h"
 
 #include <string.h>
 
@@ -127,7 +128,95 @@ OwnTensor* own_new(int ndim, PyObject* owner) {
   t->flags = 0;
   t->py_alloc = alloc;
   t->exchange_fill = 0;
+  t->borrowed = 0;
   return t;
+}
+
+
+/* ---- a producer's description, checked ---- */
+/* ---- what a producer's tensor description may say ----------------------------- */
+/* The DLDeviceType values of dlpack.h (1-4, 7-18), one bit each. */
+#define KNOWN_DEVICE_TYPES ((((uint32_t)1 << 19) - 1) & ~(uint32_t)((1 << 0) | (1 << 5) | (1 << 6)))
+
+/* What is wrong with a producer's DLTensor header (device, dtype, rank, the
+ * shape pointer), or NULL when its arrays may be read. Every value is the
+ * producer's word, and a lie (ndim < 0, shape NULL, a billion dimensions)
+ * would otherwise be read as memory. Strides may be NULL (compact); the data
+ * pointer is the producer's to answer for. */
+static inline const char* dl_header_fault(const DLTensor* dl) {
+  uint32_t dev = (uint32_t)dl->device.device_type;
+  if (dev >= 32 || !((KNOWN_DEVICE_TYPES >> dev) & 1) || dl->device.device_id < 0) {
+    return "unknown device";
+  }
+  if (dl->dtype.code > kDLFloat4_e2m1fn || dl->dtype.bits == 0 || dl->dtype.lanes == 0) {
+    return "unknown dtype";
+  }
+  if ((uint32_t)dl->ndim > DL_MAX_NDIM) return "ndim out of range";
+  if (dl->ndim > 0 && dl->shape == NULL) return "no shape";
+  return NULL;
+}
+
+/* The extents must be >= 0 and the element count (empty dimensions counted as
+ * 1, as compact strides multiply them) must fit int64_t. Copies the shape to
+ * `to` on the way when it is not NULL. */
+static inline const char* dl_shape_fault(const DLTensor* dl, int64_t* to) {
+  int64_t count = 1;
+  for (int i = 0; i < dl->ndim; ++i) {
+    int64_t d = dl->shape[i];
+    if (d < 0) return "negative shape";
+    if (__builtin_mul_overflow(count, d > 0 ? d : 1, &count)) return "shape too large";
+    if (to != NULL) to[i] = d;
+  }
+  return NULL;
+}
+
+static inline const char* dl_fault(const DLTensor* dl) {
+  const char* what = dl_header_fault(dl);
+  return what != NULL ? what : dl_shape_fault(dl, NULL);
+}
+
+static Py_NO_INLINE int dl_error(const DLTensor* dl, const char* what, const char* producer,
+                                 Py_ssize_t argpos) {
+  return tvmffi_arg_error(PyExc_ValueError, argpos,
+                          "'%.200s' gave an invalid DLPack tensor (%s: ndim %d, device (%d, %d), "
+                          "dtype code %u bits %u lanes %u)",
+                          producer, what, (int)dl->ndim, (int)dl->device.device_type,
+                          (int)dl->device.device_id, (unsigned)dl->dtype.code,
+                          (unsigned)dl->dtype.bits, (unsigned)dl->dtype.lanes);
+}
+
+int dl_check(const DLTensor* dl, const char* producer, Py_ssize_t argpos) {
+  const char* what = dl_fault(dl);
+  return what == NULL ? 0 : dl_error(dl, what, producer, argpos);
+}
+
+/* A Tensor object describing a producer's DLTensor, checked as dl_check
+ * does in the pass that copies its shape. */
+OwnTensor* own_from_checked(const DLTensor* dl, PyObject* owner, Py_ssize_t argpos) {
+  const char* what = dl_header_fault(dl);
+  if (what != NULL) {
+    dl_error(dl, what, Py_TYPE(owner)->tp_name, argpos);
+    return NULL;
+  }
+  OwnTensor* t = own_new(dl->ndim, owner);
+  if (t == NULL) return NULL;
+  if ((what = dl_shape_fault(dl, t->storage)) != NULL) {
+    own_deleter(t, kTVMFFIObjectDeleterFlagBitMaskBoth);
+    dl_error(dl, what, Py_TYPE(owner)->tp_name, argpos);
+    return NULL;
+  }
+  own_describe_rest(t, dl);
+  return t;
+}
+
+/* The same for torch's own fill of its own tensor (TypeEntry.trusted): torch
+ * describes a tensor it holds, so only what our own copy relies on (the rank
+ * and the shape pointer) is looked at. */
+OwnTensor* own_from_trusted(const DLTensor* dl, PyObject* owner, Py_ssize_t argpos) {
+  if ((uint32_t)dl->ndim > DL_MAX_NDIM || (dl->ndim > 0 && dl->shape == NULL)) {
+    return own_from_checked(dl, owner, argpos); /* reports it */
+  }
+  return own_from_dl(dl, owner, 0);
 }
 
 

@@ -3,15 +3,14 @@
  *
  *   tvmffi.Tensor      the runtime's reference-counted tensor (type index
  *                      kTVMFFITensor), an Object subclass; DLPack producer.
- *   tvmffi.TensorView  a borrowed DLTensor (passed as kTVMFFIDLTensorPtr) that
- *                      keeps whatever its source handed out alive.
+ *   tvmffi.TensorView  a DLTensor (passed as kTVMFFIDLTensorPtr) over the
+ *                      Tensor made for its source, which it keeps alive.
  *
- * Python objects become tensors by the cheapest route that is still safe
- * (tensor_from_py.c: NumPy in ndarray.c, DLPack producers in dlpack.c); each
- * route ends in ONE Tensor object built in own_tensor.c. Exports live in
- * dlpack_export.c; tensor_internal.h maps the files.
+ * Python objects become tensors by the routes of import.c; exports live in
+ * export.c; internal.h maps the files. Also here: the lifetime rule of a
+ * DLTensor* that comes back to Python (a result, a callback's argument).
  */
-#include "tensor_internal.h"
+#include "internal.h"
 
 #include <limits.h>
 #include <string.h>
@@ -67,10 +66,19 @@ static PyObject* dl_repr(const char* cls, const DLTensor* dl) {
 }
 
 /* ---- tvmffi.Tensor -------------------------------------------------------------- */
+static int lent_expired(TVMFFIObjectHandle h);
+
 static const DLTensor* tensor_dl(PyObject* self) {
   TVMFFIObjectHandle h = ((TVMFFIPyObject*)self)->handle;
   if (h == NULL) {
     PyErr_SetString(PyExc_ValueError, "tvmffi.Tensor object holds no FFI handle");
+    return NULL;
+  }
+  if (lent_expired(h)) {
+    PyErr_SetString(PyExc_ValueError,
+                    "this tvmffi.Tensor was a DLTensor* lent to a Python callback, which has "
+                    "returned: its memory belongs to the caller and may be gone; copy the data "
+                    "inside the callback (e.g. numpy.array(numpy.from_dlpack(t))) to keep it");
     return NULL;
   }
   return (const DLTensor*)tvmffi_cell(h);
@@ -150,17 +158,13 @@ static PyObject* dl_is_contiguous_method(PyObject* self, PyObject* unused) {
   Py_RETURN_TRUE;
 }
 
-/* A view exports through a Tensor that keeps the view alive. */
+/* A view exports the Tensor it holds. */
 static PyObject* dl_dlpack_method(PyObject* self, PyObject* args, PyObject* kwargs) {
-  if (Py_TYPE(self) != &TVMFFITensorViewType) {
-    return tensor_dl(self) == NULL ? NULL
-                                   : dlpack_export(((TVMFFIPyObject*)self)->handle, args, kwargs);
+  if (Py_TYPE(self) == &TVMFFITensorViewType) {
+    return dlpack_export(((TVMFFIPyTensorView*)self)->tensor, args, kwargs);
   }
-  OwnTensor* h = own_from_dl(view_dl(self), self, view_flags(self));
-  if (h == NULL) return NULL;
-  PyObject* cap = dlpack_export(h, args, kwargs);
-  TVMFFIObjectDecRef(h);
-  return cap;
+  return tensor_dl(self) == NULL ? NULL
+                                 : dlpack_export(((TVMFFIPyObject*)self)->handle, args, kwargs);
 }
 
 static PyGetSetDef dl_getset[] = {
@@ -196,7 +200,7 @@ static PyObject* tensor_repr(PyObject* self) {
 /* from_dlpack's keywords: the tensor itself may be named ext_tensor (the
  * official name) or obj (tvmffi's earlier one). -1 with TypeError otherwise. */
 static int from_dlpack_keywords(PyObject* const* values, PyObject* kwnames, PyObject** obj,
-                                int* align, int* contiguous) {
+                                ImportOptions* opt) {
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
     PyObject* name = PyTuple_GET_ITEM(kwnames, i);
     if (PyUnicode_CompareWithASCIIString(name, "require_alignment") == 0) {
@@ -206,11 +210,15 @@ static int from_dlpack_keywords(PyObject* const* values, PyObject* kwnames, PyOb
         PyErr_SetString(PyExc_OverflowError, "from_dlpack: require_alignment is out of range");
         return -1;
       }
-      *align = (int)v;
+      opt->align = (int)v;
     } else if (PyUnicode_CompareWithASCIIString(name, "require_contiguous") == 0) {
       int v = PyObject_IsTrue(values[i]);
       if (v < 0) return -1;
-      *contiguous = v;
+      opt->contiguous = v;
+    } else if (PyUnicode_CompareWithASCIIString(name, "allow_read_only") == 0) {
+      int v = PyObject_IsTrue(values[i]);
+      if (v < 0) return -1;
+      opt->allow_read_only = v;
     } else if (PyUnicode_CompareWithASCIIString(name, "ext_tensor") == 0 ||
                PyUnicode_CompareWithASCIIString(name, "obj") == 0) {
       if (*obj != NULL) {
@@ -226,67 +234,74 @@ static int from_dlpack_keywords(PyObject* const* values, PyObject* kwnames, PyOb
   return 0;
 }
 
-static PyObject* from_dlpack_impl(PyObject* obj, int align, int contiguous) {
-  if (align < 0) {
+/* 0 when obj can be imported as a tensor; else TypeError naming `who`. Arrays
+ * and exchange-API producers (cached per type) skip the attribute lookup. */
+static int check_importable(PyObject* obj, const char* who) {
+  if (tvmffi_is_object(obj)) {
+    if (object_holds_tensor(obj)) return 0;
+    PyErr_Format(PyExc_TypeError, "%s expects a tensor, got '%.200s'", who, Py_TYPE(obj)->tp_name);
+    return -1;
+  }
+  if (PyCapsule_CheckExact(obj) || type_entry(Py_TYPE(obj))->kind != TK_PROTOCOL ||
+      tvmffi_is_tensor_type(Py_TYPE(obj))) {
+    return 0;
+  }
+  PyErr_Format(PyExc_TypeError,
+               "%s expects a DLPack producer (an object with __dlpack__) or a DLPack capsule, "
+               "got '%.200s'",
+               who, Py_TYPE(obj)->tp_name);
+  return -1;
+}
+
+static PyObject* from_dlpack_impl(PyObject* obj, const ImportOptions* opt) {
+  if (opt->align < 0) {
     PyErr_SetString(PyExc_ValueError, "require_alignment must be >= 0");
     return NULL;
   }
-  if (tvmffi_is_object(obj)) {
-    if (!object_holds_tensor(obj)) {
-      PyErr_Format(PyExc_TypeError, "from_dlpack expects a tensor, got '%.200s'",
-                   Py_TYPE(obj)->tp_name);
-      return NULL;
-    }
-    /* A Tensor imports as itself when there is nothing to check. */
-    if (Py_TYPE(obj) == &TVMFFITensorType && align == 0 && !contiguous) return Py_NewRef(obj);
-  } else if (!PyCapsule_CheckExact(obj) && type_entry(Py_TYPE(obj))->kind == TK_PROTOCOL &&
-             !tvmffi_is_tensor_type(Py_TYPE(obj))) {
-    /* Arrays and exchange-API producers (cached per type) skip the lookup. */
-    PyErr_Format(PyExc_TypeError,
-                 "from_dlpack expects a DLPack producer (an object with __dlpack__) or a DLPack "
-                 "capsule, got '%.200s'",
-                 Py_TYPE(obj)->tp_name);
-    return NULL;
+  if (check_importable(obj, "from_dlpack") != 0) return NULL;
+  /* A Tensor imports as itself when there is nothing to check. */
+  if (Py_TYPE(obj) == &TVMFFITensorType && opt->align == 0 && !opt->contiguous) {
+    return Py_NewRef(obj);
   }
   TVMFFIObjectHandle h;
-  if (tensor_handle_from_py(obj, -1, align, contiguous, NULL, &h) != 0) return NULL;
+  if (tensor_handle_from_py(obj, opt, &h) != 0) return NULL;
   return tvmffi_object_wrap_owned(h);
 }
 
-/* from_dlpack(ext_tensor, *, require_alignment=0, require_contiguous=False).
- * Vectorcall: the common from_dlpack(x) parses nothing. */
+/* from_dlpack(ext_tensor, *, require_alignment=0, require_contiguous=False,
+ * allow_read_only=False). Vectorcall: the common from_dlpack(x) parses nothing. */
 static PyObject* py_from_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                                 PyObject* kwnames) {
   (void)self;
-  if (nargs == 1 && kwnames == NULL) return from_dlpack_impl(args[0], 0, 0);
+  ImportOptions opt = {0, 0, 0};
+  if (nargs == 1 && kwnames == NULL) return from_dlpack_impl(args[0], &opt);
   if (nargs > 1) {
     PyErr_Format(PyExc_TypeError,
                  "from_dlpack() takes 1 positional argument but %zd were given", nargs);
     return NULL;
   }
   PyObject* obj = nargs == 1 ? args[0] : NULL;
-  int align = 0, contiguous = 0;
-  if (kwnames != NULL &&
-      from_dlpack_keywords(args + nargs, kwnames, &obj, &align, &contiguous) != 0) {
+  if (kwnames != NULL && from_dlpack_keywords(args + nargs, kwnames, &obj, &opt) != 0) {
     return NULL;
   }
   if (obj == NULL) {
     PyErr_SetString(PyExc_TypeError, "from_dlpack() missing required argument 'ext_tensor'");
     return NULL;
   }
-  return from_dlpack_impl(obj, align, contiguous);
+  return from_dlpack_impl(obj, &opt);
 }
 
 static PyObject* tensor_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   (void)type;
-  static char* kwlist[] = {"obj", "require_alignment", "require_contiguous", NULL};
+  static char* kwlist[] = {"obj", "require_alignment", "require_contiguous", "allow_read_only",
+                           NULL};
   PyObject* obj;
-  int align = 0, contiguous = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$ip:Tensor", kwlist, &obj, &align,
-                                   &contiguous)) {
+  ImportOptions opt = {0, 0, 0};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$ipp:Tensor", kwlist, &obj, &opt.align,
+                                   &opt.contiguous, &opt.allow_read_only)) {
     return NULL;
   }
-  return from_dlpack_impl(obj, align, contiguous);
+  return from_dlpack_impl(obj, &opt);
 }
 
 PyTypeObject TVMFFITensorType = {
@@ -302,131 +317,123 @@ PyTypeObject TVMFFITensorType = {
 };
 
 /* ---- tvmffi.TensorView ----------------------------------------------------------- */
-static TVMFFIPyTensorView* view_alloc(Py_ssize_t nstorage) {
-  TVMFFIPyTensorView* v = PyObject_NewVar(TVMFFIPyTensorView, &TVMFFITensorViewType, nstorage);
-  if (v == NULL) return NULL;
-  memset(&v->dl, 0, sizeof(DLTensor));
-  v->owner = NULL;
-  v->managed_v = NULL;
-  v->managed = NULL;
-  v->flags = 0;
-  return v;
+static TVMFFIPyTensorView g_live_views; /* list head: prev/next of the live views */
+
+static void views_link(TVMFFIPyTensorView* v) {
+  if (g_live_views.next == NULL) g_live_views.next = g_live_views.prev = &g_live_views;
+  v->next = g_live_views.next;
+  v->prev = &g_live_views;
+  g_live_views.next->prev = v;
+  g_live_views.next = v;
 }
 
-/* A view that keeps `owner` alive and copies `src`'s shape and strides. */
-static PyObject* view_copying(const DLTensor* src, PyObject* owner, uint64_t flags) {
-  TVMFFIPyTensorView* v = view_alloc(2 * (Py_ssize_t)src->ndim);
-  if (v == NULL) return NULL;
-  v->dl = *src;
-  v->dl.shape = v->storage;
-  v->dl.strides = v->storage + src->ndim;
-  copy_shape_strides(src, v->storage);
-  v->owner = Py_XNewRef(owner);
-  v->flags = flags;
-  return (PyObject*)v;
+/* The live view whose DLTensor is `dl`, or NULL. Views are few (each made by
+ * hand), and this runs only when a DLTensor* comes back to Python. */
+static TVMFFIPyTensorView* live_view_of(const DLTensor* dl) {
+  if (g_live_views.next == NULL) return NULL;
+  for (TVMFFIPyTensorView* v = g_live_views.next; v != &g_live_views; v = v->next) {
+    if (&v->dl == dl) return v;
+  }
+  return NULL;
 }
 
-PyObject* tvmffi_tensor_view_borrowed(const DLTensor* dl) {
-  if (dl == NULL) Py_RETURN_NONE;
-  return view_copying(dl, NULL, 0);
-}
-
-static PyObject* view_from_numpy(PyObject* arr) {
-  NumpyDesc d;
-  if (numpy_describe(arr, -1, &d) != 0) return NULL;
-  TVMFFIPyTensorView* v = view_alloc(2 * (Py_ssize_t)d.ndim);
-  int rc = v == NULL ? -1 : numpy_fill(arr, &d, &v->dl, v->storage, -1);
-  numpy_release(&d);
-  if (rc != 0) {
-    Py_XDECREF(v);
+/* A view over the Tensor `h` (a reference taken over). */
+static PyObject* view_of_tensor(TVMFFIObjectHandle h) {
+  TVMFFIPyTensorView* v = PyObject_New(TVMFFIPyTensorView, &TVMFFITensorViewType);
+  if (v == NULL) {
+    TVMFFIObjectDecRef(h);
     return NULL;
   }
-  v->owner = Py_NewRef(arr);
-  if (d.readonly) v->flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+  v->dl = *(const DLTensor*)tvmffi_cell(h);
+  v->tensor = h;
+  v->flags = tensor_flags(h);
+  views_link(v);
   return (PyObject*)v;
 }
 
-/* TensorView(obj) shares the producer routes of a Tensor (dlpack.c), with
- * differences kept as they are: an ndarray subclass is read directly even
- * when it overrides __dlpack__ (a Tensor calls the override); a versioned
- * producer tensor flagged as padded sub-byte is accepted (a Tensor refuses
- * it); a tvmffi.Object holding no Tensor is imported through its class's
- * __dlpack__ if it has one (from_dlpack refuses it); and a managed tensor's
- * shape and strides are used in place, so strides may stay NULL (compact). */
+/* TensorView(array, *, allow_read_only=False): the Tensor of import.c's route
+ * for array (a view of a view shares its Tensor). */
 static PyObject* view_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   (void)type;
-  static char* kwlist[] = {"array", NULL};
+  static char* kwlist[] = {"array", "allow_read_only", NULL};
   PyObject* obj;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:TensorView", kwlist, &obj)) return NULL;
-  PyTypeObject* tp = Py_TYPE(obj);
-  if (PyType_IsSubtype(tp, &TVMFFITensorViewType)) {
-    return view_copying(view_dl(obj), obj, view_flags(obj));
-  }
-  if (is_tensor_object(obj)) {
-    /* The Tensor object owns the handle, which owns shape and data. */
-    TVMFFIPyTensorView* v = view_alloc(0);
-    if (v == NULL) return NULL;
-    v->dl = *(const DLTensor*)tvmffi_cell(((TVMFFIPyObject*)obj)->handle);
-    v->flags = tensor_flags(((TVMFFIPyObject*)obj)->handle);
-    v->owner = Py_NewRef(obj);
-    return (PyObject*)v;
-  }
-  if (tvmffi_official_kind(tp) == OFFICIAL_TENSOR) {
-    /* Never through its __dlpack__: a handle-less view's crashes. */
-    const DLTensor* dl;
-    TVMFFIObjectHandle h;
-    if (tvmffi_official_tensor_parts(obj, &h, &dl, -1) != 0) return NULL;
-    return view_copying(h != NULL ? (const DLTensor*)tvmffi_cell(h) : dl, obj, 0);
-  }
-  if (is_ndarray_type(tp)) return view_from_numpy(obj);
-  if (!PyCapsule_CheckExact(obj) && !tvmffi_is_tensor_type(tp)) {
-    PyErr_Format(PyExc_TypeError,
-                 "TensorView expects a DLPack producer (an object with __dlpack__), got '%.200s'",
-                 tp->tp_name);
+  int allow_read_only = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$p:TensorView", kwlist, &obj,
+                                   &allow_read_only)) {
     return NULL;
   }
-  const TypeEntry* e = PyCapsule_CheckExact(obj) ? NULL : type_entry(tp);
-  int exchange = e != NULL && e->kind == TK_EXCHANGE;
-  if (exchange && exchange_fills(e)) {
-    DLTensor dl;
-    if (exchange_fill(obj, e, -1, &dl) != 0) return NULL;
-    return view_copying(&dl, obj, 0);
-  }
-  /* A managed tensor, released with the view; its shape and strides are used
-   * in place. */
-  TVMFFIPyTensorView* v = view_alloc(0);
-  if (v == NULL) return NULL;
-  int rc = exchange ? exchange_managed(obj, e, -1, &v->managed_v)
-                    : protocol_take(obj, -1, &v->managed_v, &v->managed);
-  if (rc != 0) {
-    Py_DECREF(v);
+  TVMFFIObjectHandle h;
+  if (PyType_IsSubtype(Py_TYPE(obj), &TVMFFITensorViewType)) {
+    h = ((TVMFFIPyTensorView*)obj)->tensor;
+    TVMFFIObjectIncRef(h);
+  } else if (check_importable(obj, "TensorView") != 0 ||
+             view_source_handle(obj, allow_read_only, &h) != 0) {
     return NULL;
   }
-  if (v->managed_v != NULL) {
-    v->dl = v->managed_v->dl_tensor;
-    v->flags = v->managed_v->flags;
-  } else {
-    v->dl = v->managed->dl_tensor;
-  }
-  return (PyObject*)v;
+  return view_of_tensor(h);
 }
 
 static void view_dealloc(PyObject* op) {
   TVMFFIPyTensorView* v = (TVMFFIPyTensorView*)op;
-  release_managed(v->managed_v, v->managed);
-  Py_XDECREF(v->owner);
+  v->prev->next = v->next;
+  v->next->prev = v->prev;
+  TVMFFIObjectDecRef(v->tensor);
   PyObject_Free(op);
+}
+
+/* ---- a DLTensor* that comes back to Python --------------------------------------- */
+/* The one lifetime rule: a DLTensor* that reaches Python (a call's result, a
+ * Python callback's argument) becomes a tvmffi.Tensor (as in the official
+ * binding), valid as long as what it points at is known to live:
+ *   - the DLTensor of a live TensorView (echo(TensorView(a)) returns it;
+ *     apply(cb, TensorView(a)) hands it to cb): the view's own Tensor, which
+ *     keeps the view's source alive;
+ *   - any other DLTensor* lent to a callback: until the callback returns.
+ *     The caller owns that memory, so a Tensor kept beyond the callback is
+ *     expired then: its Python accessors raise ValueError, and what else holds
+ *     it sees an empty tensor (no data, zero extents), never freed memory;
+ *   - any other DLTensor* returned by a callee: the callee's word, as with
+ *     the official binding (nothing says how long it lives). */
+PyObject* tvmffi_dltensor_to_py(const DLTensor* dl, int lent) {
+  if (dl == NULL) Py_RETURN_NONE;
+  TVMFFIPyTensorView* v = live_view_of(dl);
+  if (v != NULL) {
+    TVMFFIObjectIncRef(v->tensor);
+    return tvmffi_object_wrap_owned(v->tensor);
+  }
+  if (dl_check(dl, "DLTensor*", -1) != 0) return NULL;
+  OwnTensor* t = own_from_dl(dl, NULL, 0);
+  if (t == NULL) return NULL;
+  t->borrowed = lent;
+  return tvmffi_object_wrap_owned(t);
+}
+
+static int lent_expired(TVMFFIObjectHandle h) {
+  const TVMFFIObject* o = (const TVMFFIObject*)h;
+  return o->deleter == own_deleter && ((const OwnTensor*)o)->borrowed == 2;
+}
+
+void tvmffi_dltensor_lent_end(PyObject* arg) {
+  if (!tvmffi_is_object(arg)) return; /* a live view's Tensor is a Tensor too */
+  TVMFFIObjectHandle h = ((TVMFFIPyObject*)arg)->handle;
+  if (h == NULL || ((const TVMFFIObject*)h)->deleter != own_deleter) return;
+  OwnTensor* t = (OwnTensor*)h;
+  if (t->borrowed != 1) return;
+  t->borrowed = 2;
+  for (int i = 0; i < t->dl.ndim; ++i) t->storage[i] = 0; /* extents first: then no data */
+  t->dl.byte_offset = 0;
+  t->dl.data = NULL;
 }
 
 static PyObject* view_repr(PyObject* self) { return dl_repr("tvmffi.TensorView", view_dl(self)); }
 
 PyTypeObject TVMFFITensorViewType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.TensorView",
-    .tp_basicsize = offsetof(TVMFFIPyTensorView, storage),
-    .tp_itemsize = sizeof(int64_t),
+    .tp_basicsize = sizeof(TVMFFIPyTensorView),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "TensorView(array): a borrowed, zero-copy view passed to functions as DLTensor*. "
-              "The array must stay alive and unchanged while the view is used.",
+    .tp_doc = "TensorView(array, *, allow_read_only=False): a zero-copy view passed to functions "
+              "as DLTensor*; it keeps array's memory alive. Read-only memory is refused "
+              "(BufferError) unless allow_read_only=True.",
     .tp_new = view_new,
     .tp_dealloc = view_dealloc,
     .tp_repr = view_repr,
@@ -452,18 +459,20 @@ static PyMethodDef tensor_module_methods[] = {
     {"_tensor_route", py_tensor_route, METH_O,
      "_tensor_route(cls) -> (kind, trusted): the tensor route of cls (for tests)."},
     {"from_dlpack", (PyCFunction)(void (*)(void))py_from_dlpack, METH_FASTCALL | METH_KEYWORDS,
-     "from_dlpack($module, ext_tensor, *, require_alignment=0, require_contiguous=False)\n"
+     "from_dlpack($module, ext_tensor, *, require_alignment=0, require_contiguous=False, "
+     "allow_read_only=False)\n"
      "--\n\n"
      "Import ``ext_tensor`` (a DLPack producer or capsule) as a :class:`Tensor` without copying.\n\n"
      "The versioned DLPack protocol is used when the producer supports it, the\n"
      "legacy one otherwise. ``require_alignment`` (bytes) and\n"
      "``require_contiguous`` make the runtime reject tensors that do not satisfy\n"
-     "them."},
+     "them. Read-only memory raises ``BufferError`` unless ``allow_read_only``\n"
+     "is true (the caller then promises that functions only read it)."},
     {NULL, NULL, 0, NULL},
 };
 
 int tvmffi_tensor_init_types(PyObject* module) {
-  if (ndarray_init() != 0 || dlpack_init() != 0) return -1;
+  if (ndarray_init() != 0 || capsule_init() != 0) return -1;
   if (PyType_Ready(&TVMFFITensorType) < 0 || PyType_Ready(&TVMFFITensorViewType) < 0) return -1;
   if (dlpack_export_init() != 0) return -1;
   Py_INCREF(&TVMFFITensorType);

@@ -4,7 +4,7 @@
  * from the array itself (the buffer protocol is the fallback), the dtype
  * cached per descr, and no capsule.
  */
-#include "tensor_internal.h"
+#include "internal.h"
 
 static PyObject* g_str_dtype;
 static PyObject* g_str_isnative;

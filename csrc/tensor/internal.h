@@ -1,17 +1,19 @@
 /*
- * Declarations shared by the tensor files of tvmffi._core (nothing outside
- * them includes this; core.h holds what the rest of the extension uses):
+ * Declarations shared by the files of csrc/tensor/ (nothing outside them
+ * includes this; core.h holds what the rest of the extension uses):
  *
- *   tensor.c          tvmffi.Tensor / tvmffi.TensorView types, their shared
- *                     properties, from_dlpack, registration
- *   own_tensor.c      Tensor objects built here in one allocation (OwnTensor)
- *   ndarray.c         the NumPy fast path (array fields read directly)
- *   dlpack.c          producers -> tensors: DLPack C exchange API and the
- *                     Python protocol (capsules)
- *   tensor_from_py.c  Python object -> Tensor handle: which route a type
- *                     takes, from_dlpack's checks, errors naming the argument
- *   dlpack_export.c   tensors -> consumers: __dlpack__ and tvmffi.Tensor's
- *                     own DLPack C exchange API
+ *   import.c    THE ENTRY: Python value -> Tensor handle, read top-down (the
+ *               route of a type, one function per route, the read-only rule,
+ *               the entry points for call arguments, from_dlpack, TensorView)
+ *   own.c       the Tensor objects every route ends in (OwnTensor), built by
+ *               one shared fill, checked where the producer is not trusted
+ *   numpy.c     the NumPy route (array fields read directly)
+ *   exchange.c  the DLPack C exchange API route (torch's fill, its lazy bits)
+ *   capsule.c   the Python protocol route (__dlpack__ capsules)
+ *   types.c     tvmffi.Tensor / tvmffi.TensorView, from_dlpack, and the
+ *               lifetime rule of a DLTensor* that reaches Python
+ *   export.c    tensors -> consumers: __dlpack__ and tvmffi.Tensor's own
+ *               DLPack C exchange API
  */
 #ifndef TVMFFI_TENSOR_INTERNAL_H_
 #define TVMFFI_TENSOR_INTERNAL_H_
@@ -26,7 +28,7 @@ static const char* const kCapsuleUsed = "used_dltensor";
 static const char* const kCapsuleVersioned = "dltensor_versioned";
 static const char* const kCapsuleVersionedUsed = "used_dltensor_versioned";
 
-/* ---- own_tensor.c: Tensor objects built here ------------------------------- */
+/* ---- own.c: Tensor objects built here -------------------------------------- */
 /* A runtime Tensor (type index kTVMFFITensor) made in ONE allocation: the C
  * ABI's object header, the DLTensor that follows it in every Tensor object
  * (the runtime's TensorObj is exactly header + DLTensor), then what keeps the
@@ -45,8 +47,10 @@ typedef struct {
   uint64_t flags;               /* DLPACK_FLAG_BITMASK_* that hold for the data */
   int py_alloc;                 /* memory from PyObject_Malloc (freed under the GIL): 1, or
                                  * 2 for a small block of the free list (own_tensor.c) */
-  int exchange_fill;            /* a framework tensor's fill (exchange_tensor): the same
-                                 * tensor comes back as its owner (function.c) */
+  int exchange_fill;            /* a framework tensor's fill (exchange_fill_tensor): the
+                                 * same tensor comes back as its owner (function.c) */
+  int borrowed;                 /* a DLTensor* lent to a callback: 1 while it runs, 2 once
+                                 * it returned (expired: see types.c) */
   int64_t storage[];            /* shape, then strides */
 } OwnTensor;
 
@@ -101,8 +105,19 @@ static inline OwnTensor* own_from_dl(const DLTensor* src, PyObject* owner, uint6
 }
 /* Copy shape and strides (compact when NULL) into storage[0, 2*ndim). */
 void copy_shape_strides(const DLTensor* src, int64_t* storage);
+/* The most dimensions a producer's tensor may have (NumPy's limit). */
+#define DL_MAX_NDIM 64
+/* 0 when a producer's DLTensor is sound to read (ndim, shape, device, dtype);
+ * else -1 with a ValueError naming the argument and what was wrong. */
+int dl_check(const DLTensor* dl, const char* producer, Py_ssize_t argpos);
+/* own_from_dl for a producer's DLTensor, checked as dl_check does in the
+ * pass that copies its shape (the error names `owner`'s type). */
+OwnTensor* own_from_checked(const DLTensor* dl, PyObject* owner, Py_ssize_t argpos);
+/* The same for a producer trusted to describe its own tensors (torch's own
+ * fill): only what the copy relies on, the rank and the shape pointer. */
+OwnTensor* own_from_trusted(const DLTensor* dl, PyObject* owner, Py_ssize_t argpos);
 
-/* ---- ndarray.c: NumPy ------------------------------------------------------ */
+/* ---- numpy.c: NumPy -------------------------------------------------------- */
 /* Everything needed from an ndarray. */
 typedef struct {
   void* data;
@@ -123,7 +138,7 @@ int numpy_fill(PyObject* arr, const NumpyDesc* d, DLTensor* dl, int64_t* storage
                Py_ssize_t argpos);
 OwnTensor* numpy_tensor(PyObject* arr, Py_ssize_t argpos);
 
-/* ---- tensor_from_py.c: Python object -> Tensor handle ---------------------- */
+/* ---- import.c: Python value -> Tensor handle ------------------------------- */
 /* How values of a Python type become tensors, decided once per type. */
 typedef enum {
   TK_NDARRAY = 1, /* numpy.ndarray and subclasses */
@@ -162,10 +177,21 @@ int is_ndarray_type(PyTypeObject* tp);
 /* Replace the pending exception by one naming the argument (argpos >= 0,
  * see tvmffi_arg_error in core.h) being converted; returns -1. */
 int wrap_error(Py_ssize_t argpos, PyObject* obj, const char* what);
+/* What from_dlpack / TensorView ask of an import. */
+typedef struct {
+  int align;           /* require_alignment (bytes), 0: none */
+  int contiguous;      /* require_contiguous */
+  int allow_read_only; /* accept read-only memory (see import.c's read-only rule) */
+} ImportOptions;
 /* `obj` may be a tvmffi.Object only if it holds a Tensor: from_dlpack rejects
  * other Objects first, and calls convert Objects as objects (any.c). */
-int tensor_handle_from_py(PyObject* obj, Py_ssize_t argpos, int align, int contiguous,
-                          TempList* temps, TVMFFIObjectHandle* out);
+int tensor_handle_from_py(PyObject* obj, const ImportOptions* opt, TVMFFIObjectHandle* out);
+/* The Tensor handle a TensorView of obj (not a view) holds. */
+int view_source_handle(PyObject* obj, int allow_read_only, TVMFFIObjectHandle* out);
+/* An official Tensor's handle (borrowed), or NULL and a handle-less view's
+ * DLTensor (checked). */
+int official_tensor_parts(PyObject* obj, TVMFFIObjectHandle* handle, const DLTensor** dl,
+                          Py_ssize_t argpos);
 
 /* Whether a tvmffi.Object holds a Tensor handle. */
 static inline int object_holds_tensor(PyObject* obj) {
@@ -177,36 +203,24 @@ static inline int is_tensor_object(PyObject* obj) {
   return tvmffi_is_object(obj) && object_holds_tensor(obj);
 }
 
-/* ---- dlpack.c: producers -> tensors ---------------------------------------- */
-/* "__dlpack__", interned by dlpack_init (before any other tensor file's use). */
-extern PyObject* g_str_dlpack;
-int dlpack_init(void);
+/* ---- exchange.c: the DLPack C exchange API --------------------------------- */
 const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp);
 /* Whether an exchange API is torch's own: the struct and its DLTensor fill
  * both lie in torch's Python extension library (libtorch_python). A subclass
  * or a test that hands over an API of its own gets its fills checked. */
 int exchange_api_is_torchs(const DLPackExchangeAPI* api);
-/* The most dimensions a producer's tensor may have (NumPy's limit). */
-#define DL_MAX_NDIM 64
-/* 0 when a producer's DLTensor is sound to read (ndim, shape, device, dtype);
- * else -1 with a ValueError naming the argument and what was wrong. */
-int dl_check(const DLTensor* dl, const char* producer, Py_ssize_t argpos);
 /* For a TK_EXCHANGE entry: whether the producer's non-owning DLTensor fill is
  * used (torch; the Python tensor then keeps the data alive) rather than its
  * managed export. */
 static inline int exchange_fills(const TypeEntry* e) {
   return e->is_torch && e->api->dltensor_from_py_object_no_sync != NULL;
 }
-/* The two exchange exports and the protocol's consumed capsule, shared by
- * Tensor (below) and TensorView (tensor.c); errors name the argument. */
-int exchange_fill(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos, DLTensor* dl);
-/* The fill as a Tensor object holding a reference to obj (checked as above). */
+/* The fill as a Tensor object holding a reference to obj (checked unless the
+ * API is trusted); errors name the argument. */
 OwnTensor* exchange_fill_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos);
+/* A producer's managed export, now owned by the caller (checked). */
 int exchange_managed(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos,
                      DLManagedTensorVersioned** mv);
-int protocol_take(PyObject* obj, Py_ssize_t argpos, DLManagedTensorVersioned** mv,
-                  DLManagedTensor** ml);
-OwnTensor* exchange_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos);
 /* Whether a torch tensor with this layout may carry a lazy bit, so torch must
  * be asked (~100 ns a question, through torch's dispatcher). The conjugate
  * bit exists on complex tensors only. A real tensor with the negative bit is
@@ -222,7 +236,7 @@ static inline int may_carry_lazy_bits(const DLTensor* dl) {
   return 1; /* at most one element: nothing to tell from the strides */
 }
 
-/* Asks torch (dlpack.c): ValueError if the conjugate/negative bit is set. */
+/* Asks torch: ValueError if the conjugate/negative bit is set. */
 int torch_ask_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos);
 
 /* ValueError for a torch tensor whose lazy conjugate/negative bit is set; the
@@ -230,22 +244,33 @@ int torch_ask_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos);
 static inline int torch_check_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos) {
   return may_carry_lazy_bits(dl) ? torch_ask_lazy_bits(obj, dl, argpos) : 0;
 }
+
+/* ---- capsule.c: the Python DLPack protocol --------------------------------- */
+/* "__dlpack__", interned by capsule_init (before any other tensor file's use). */
+extern PyObject* g_str_dlpack;
+int capsule_init(void);
+/* A Tensor object owning the tensor of obj.__dlpack__()'s capsule (or of the
+ * capsule obj itself), which is marked consumed. */
 OwnTensor* protocol_tensor(PyObject* obj, Py_ssize_t argpos);
 
-/* ---- dlpack_export.c: tensors -> consumers --------------------------------- */
+/* ---- export.c: tensors -> consumers ---------------------------------------- */
 PyObject* dlpack_export(TVMFFIObjectHandle h, PyObject* args, PyObject* kwargs);
 /* Put tvmffi.Tensor's own DLPack C exchange API on the type. */
 int dlpack_export_init(void);
 
-/* ---- tensor.c: tvmffi.TensorView ------------------------------------------- */
-typedef struct {
-  PyObject_VAR_HEAD
-  DLTensor dl;
-  PyObject* owner;                     /* keeps the data alive (array, Tensor, view), or NULL */
-  DLManagedTensorVersioned* managed_v; /* consumed producer tensor, released with the view */
-  DLManagedTensor* managed;            /* same, legacy DLPack */
-  uint64_t flags;                      /* DLPACK_FLAG_BITMASK_* (read-only) of the source */
-  int64_t storage[];                   /* shape and strides when stored inline */
+/* ---- types.c: tvmffi.TensorView -------------------------------------------- */
+/* A view is a DLTensor (passed to functions as DLTensor*) over the Tensor
+ * that one of import.c's routes made for its source: the Tensor owns shape,
+ * strides and (through its source) the data, so the view is valid as long as
+ * it lives. Live views are linked, so that a DLTensor* coming back to Python
+ * is recognised as a view's own (see types.c). */
+typedef struct TVMFFIPyTensorView {
+  PyObject_HEAD
+  DLTensor dl;                      /* a copy of the tensor's, pointing into it */
+  TVMFFIObjectHandle tensor;        /* owned */
+  uint64_t flags;                   /* DLPACK_FLAG_BITMASK_* (read-only) of the source */
+  struct TVMFFIPyTensorView* prev;  /* live views (GIL held) */
+  struct TVMFFIPyTensorView* next;
 } TVMFFIPyTensorView;
 
 static inline DLTensor* view_dl(PyObject* view) { return &((TVMFFIPyTensorView*)view)->dl; }

@@ -1,0 +1,210 @@
+/*
+ * The DLPack C exchange API route (__dlpack_c_exchange_api__ on the type):
+ * for torch.Tensor its non-owning DLTensor fill, the Tensor object holding a
+ * reference to the torch tensor; for others their managed export. torch's
+ * lazy conjugate and negative bits, which DLPack cannot carry, are asked of
+ * torch here (from C where torch's own functions can be found).
+ */
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <string.h>
+
+/* ---- DLPack C exchange API (__dlpack_c_exchange_api__ on the type) ---------- */
+/* The attribute is a PyCapsule named "dlpack_exchange_api" (dlpack.h). Any
+ * other value (an int would be an address nobody vouches for) is ignored: the
+ * type then converts through its Python __dlpack__, if it has one. */
+const DLPackExchangeAPI* lookup_exchange_api(PyTypeObject* tp) {
+  PyObject* attr = PyObject_GetAttrString((PyObject*)tp, "__dlpack_c_exchange_api__");
+  if (attr == NULL) {
+    PyErr_Clear();
+    return NULL;
+  }
+  const DLPackExchangeAPI* api = NULL;
+  if (PyCapsule_IsValid(attr, "dlpack_exchange_api")) {
+    api = PyCapsule_GetPointer(attr, "dlpack_exchange_api");
+  }
+  PyErr_Clear();
+  Py_DECREF(attr);
+  if (api == NULL || api->header.version.major != DLPACK_MAJOR_VERSION ||
+      api->managed_tensor_from_py_object_no_sync == NULL) {
+    return NULL;
+  }
+  return api;
+}
+
+/* The shared object that `addr` lies in, or NULL. */
+static const char* library_of(const void* addr, void** base) {
+  Dl_info info;
+  if (dladdr(addr, &info) == 0 || info.dli_fname == NULL) return NULL;
+  *base = info.dli_fbase;
+  return info.dli_fname;
+}
+
+int exchange_api_is_torchs(const DLPackExchangeAPI* api) {
+  void *struct_base, *fill_base;
+  const char* lib = library_of(api, &struct_base);
+  if (lib == NULL || api->dltensor_from_py_object_no_sync == NULL ||
+      library_of((const void*)(uintptr_t)api->dltensor_from_py_object_no_sync, &fill_base) == NULL ||
+      fill_base != struct_base) {
+    return 0;
+  }
+  const char* name = strrchr(lib, '/');
+  name = name != NULL ? name + 1 : lib;
+  return strncmp(name, "libtorch_python.", strlen("libtorch_python.")) == 0;
+}
+
+/* ---- torch's lazy conjugate and negative bits ---------------------------------- */
+/* Asked of torch from C where its own functions can be found: libtorch_cpu
+ * exports at::_ops::is_conj::call and at::_ops::is_neg::call, the functions
+ * behind Tensor.is_conj() / is_neg(), which take a `const at::Tensor&`: the
+ * address of the at::Tensor (one TensorImpl pointer) that a torch.Tensor
+ * object holds right after its header (THPVariable's cdata, a MaybeOwned
+ * whose payload is that pointer after a flag word, or the plain at::Tensor).
+ * Which of the two, and that the functions answer as the Python methods do,
+ * is confirmed once on probe tensors; otherwise, and for subclasses (whose
+ * __torch_dispatch__ could raise a C++ exception through our C frames), the
+ * Python methods are called (~830 instructions a question instead of ~90). */
+typedef bool (*TorchBitFn)(const void* tensor);
+static struct {
+  int state; /* 0: not tried yet, 1: usable, -1: use the Python methods */
+  TorchBitFn is_conj;
+  TorchBitFn is_neg;
+  Py_ssize_t offset; /* of the at::Tensor in the Python object */
+} g_torch_c;
+
+/* The at::Tensor at `offset` in obj if it looks like one: a TensorImpl
+ * pointer whose first word (its vtable) lies in torch's libraries. */
+static const void* torch_tensor_at(PyObject* obj, Py_ssize_t offset) {
+  const void* slot = (const char*)obj + offset;
+  uintptr_t impl = *(const uintptr_t*)slot;
+  if (impl < 4096 || impl % sizeof(void*) != 0) return NULL;
+  void* base;
+  const char* lib = library_of(*(void* const*)impl, &base);
+  if (lib == NULL || (strstr(lib, "c10") == NULL && strstr(lib, "torch") == NULL)) return NULL;
+  return slot;
+}
+
+/* The Python method's answer (torch.Tensor's own: a subclass may override). */
+static int torch_bit_py(PyObject* obj, const char* name) {
+  PyObject* r = PyObject_CallMethod((PyObject*)g_torch_tensor_type, name, "O", obj);
+  int set = r == NULL ? -1 : PyObject_IsTrue(r);
+  Py_XDECREF(r);
+  return set;
+}
+
+/* Whether the C functions at `offset` answer as the methods do on `probe`. */
+static int torch_c_agrees(PyObject* probe, Py_ssize_t offset) {
+  const void* t = torch_tensor_at(probe, offset);
+  if (t == NULL) return 0;
+  return g_torch_c.is_conj(t) == torch_bit_py(probe, "is_conj") &&
+         g_torch_c.is_neg(t) == torch_bit_py(probe, "is_neg");
+}
+
+/* Probes: a complex tensor, its conjugate view, and the imaginary part of
+ * that (the negative bit). Each bit is seen set and unset. */
+static int torch_c_probe(Py_ssize_t offset) {
+  PyObject* torch = PyImport_ImportModule("torch");
+  if (torch == NULL) return 0;
+  PyObject* plain = PyObject_CallMethod(torch, "zeros", "(i)", 2);
+  PyObject* dtype = PyObject_GetAttrString(torch, "complex64");
+  PyObject* cplx = plain && dtype ? PyObject_CallMethod(plain, "to", "O", dtype) : NULL;
+  PyObject* conj = cplx ? PyObject_CallMethod(cplx, "conj", NULL) : NULL;
+  PyObject* neg = conj ? PyObject_GetAttrString(conj, "imag") : NULL;
+  int ok = neg != NULL && Py_TYPE(neg) == g_torch_tensor_type && torch_bit_py(conj, "is_conj") == 1 &&
+           torch_bit_py(neg, "is_neg") == 1 && torch_c_agrees(cplx, offset) &&
+           torch_c_agrees(conj, offset) && torch_c_agrees(neg, offset);
+  PyErr_Clear();
+  Py_XDECREF(neg);
+  Py_XDECREF(conj);
+  Py_XDECREF(cplx);
+  Py_XDECREF(dtype);
+  Py_XDECREF(plain);
+  Py_DECREF(torch);
+  return ok;
+}
+
+static void torch_c_find(void) {
+  g_torch_c.state = -1;
+  void* lib = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
+  if (lib == NULL) return;
+  g_torch_c.is_conj = (TorchBitFn)(uintptr_t)dlsym(lib, "_ZN2at4_ops7is_conj4callERKNS_6TensorE");
+  g_torch_c.is_neg = (TorchBitFn)(uintptr_t)dlsym(lib, "_ZN2at4_ops6is_neg4callERKNS_6TensorE");
+  dlclose(lib); /* still loaded: torch holds it */
+  if (g_torch_c.is_conj == NULL || g_torch_c.is_neg == NULL) return;
+  static const Py_ssize_t offsets[] = {sizeof(PyObject) + sizeof(void*), sizeof(PyObject)};
+  for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]); ++i) {
+    if (torch_c_probe(offsets[i])) {
+      g_torch_c.offset = offsets[i];
+      g_torch_c.state = 1;
+      return;
+    }
+  }
+}
+
+/* 1 when the bit is set, 0 when not, -1 on error. */
+static int torch_bit(PyObject* obj, int conj) {
+  if (g_torch_c.state == 0) torch_c_find();
+  if (g_torch_c.state > 0 && Py_TYPE(obj) == g_torch_tensor_type) {
+    const void* t = (const char*)obj + g_torch_c.offset;
+    return conj ? g_torch_c.is_conj(t) : g_torch_c.is_neg(t);
+  }
+  return torch_bit_py(obj, conj ? "is_conj" : "is_neg");
+}
+
+/* A torch tensor whose conjugate or negative bit is set means values its
+ * memory does not hold (conj(x), -x); DLPack has no such flags, so passing the
+ * memory would hand the callee wrong values. Refused, as torch's own
+ * __dlpack__ refuses the conjugate bit (the official binding drops both). */
+int torch_ask_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos) {
+  int conj = dl->dtype.code == kDLComplex ? torch_bit(obj, 1) : 0;
+  int neg = conj == 0 ? torch_bit(obj, 0) : 0;
+  if (conj < 0 || neg < 0) return wrap_error(argpos, obj, "is_conj()/is_neg()");
+  if (conj || neg) {
+    return tvmffi_arg_error(PyExc_ValueError, argpos,
+                            "torch.Tensor with the %s bit set cannot be passed: DLPack cannot "
+                            "carry it and the callee would read wrong values; call %s first",
+                            conj ? "conjugate" : "negative",
+                            conj ? ".resolve_conj()" : ".resolve_neg()");
+  }
+  return 0;
+}
+
+/* A framework tensor's non-owning DLTensor fill (see exchange_fills) as a
+ * Tensor object that keeps the framework tensor alive. */
+OwnTensor* exchange_fill_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos) {
+  DLTensor dl;
+  if (e->api->dltensor_from_py_object_no_sync(obj, &dl) != 0) {
+    wrap_error(argpos, obj, "DLPack export");
+    return NULL;
+  }
+  OwnTensor* t = e->trusted ? own_from_trusted(&dl, obj, argpos) : own_from_checked(&dl, obj, argpos);
+  if (t == NULL) return NULL;
+  if (e->is_torch && torch_check_lazy_bits(obj, &t->dl, argpos) != 0) {
+    own_deleter(t, kTVMFFIObjectDeleterFlagBitMaskBoth);
+    return NULL;
+  }
+  t->exchange_fill = 1;
+  return t;
+}
+
+/* A producer's managed export, now owned by the caller (checked). */
+int exchange_managed(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos,
+                     DLManagedTensorVersioned** mv) {
+  if (e->api->managed_tensor_from_py_object_no_sync(obj, mv) != 0) {
+    return wrap_error(argpos, obj, "DLPack export");
+  }
+  if (*mv == NULL) {
+    return tvmffi_arg_error(PyExc_ValueError, argpos, "'%.200s' exported no DLPack tensor",
+                            Py_TYPE(obj)->tp_name);
+  }
+  if (dl_check(&(*mv)->dl_tensor, Py_TYPE(obj)->tp_name, argpos) != 0 ||
+      (e->is_torch && torch_check_lazy_bits(obj, &(*mv)->dl_tensor, argpos) != 0)) {
+    release_managed(*mv, NULL);
+    *mv = NULL;
+    return -1;
+  }
+  return 0;
+}
+
