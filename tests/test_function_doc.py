@@ -82,7 +82,7 @@ def test_reflected_method_signature() -> None:
     assert str(inspect.signature(pair.sum)) == "() -> int"
     func = TestIntPair.sum.__func__
     assert func.__name__ == "sum"
-    assert func.__qualname__ == "testing.TestIntPair.sum"
+    assert func.__qualname__ == "TestIntPair.sum"
     assert "sum of a and b" in func.__doc__
 
 

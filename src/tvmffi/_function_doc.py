@@ -79,7 +79,10 @@ def note_method(
     """Remember that ``func`` is the reflected method ``owner.name`` (``owner``: a type key)."""
     handle = func.__chandle__()
     if handle and handle not in _METHODS:
-        origin = _Origin(name, f"{owner}.{name}", doc or None, metadata, None, not is_static)
+        # A method's qualified name is its class's name and its own (Python's convention,
+        # as the official binding's methods answer): ``TestIntPair.sum``.
+        qualname = f"{owner.rsplit('.', 1)[-1]}.{name}"
+        origin = _Origin(name, qualname, doc or None, metadata, None, not is_static)
         _METHODS[handle] = origin
 
 

@@ -483,7 +483,6 @@ def _attrs_of(index: int) -> dict[str, Any]:
         for m in info.methods:
             if m.name == "__ffi_init__":
                 continue
-            _name_method(m.func, m.name, info.type_key)
             table[m.name] = (
                 staticmethod(m.func)
                 if m.is_static
@@ -491,16 +490,6 @@ def _attrs_of(index: int) -> dict[str, Any]:
             )
     _ATTR_CACHE[index] = table
     return table
-
-
-def _name_method(func: Any, name: str, type_key: str) -> None:
-    """A reflected method's Function answers ``__name__`` and ``__qualname__`` (as the
-    official binding's methods do): ``obj.m.__name__`` reads them through the bound method."""
-    try:
-        func.__name__ = name
-        func.__qualname__ = f"{type_key.rsplit('.', 1)[-1]}.{name}"
-    except (AttributeError, TypeError):  # a Function subclass without a __dict__
-        pass
 
 
 def _find_ffi_init(index: int) -> Any:
