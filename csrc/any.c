@@ -85,14 +85,9 @@ static int64_t view_height(PyObject* item, const TVMFFIAny* view) {
   return -1;
 }
 
-/* 1 + the tallest of n element heights, or 0 (not known) if one is not known. */
-static int64_t container_height(const int64_t* heights, Py_ssize_t n) {
-  int64_t tallest = 0;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    if (heights[i] < 0) return 0;
-    if (heights[i] > tallest) tallest = heights[i];
-  }
-  return tallest + 1;
+/* Folds an element's height into *tallest (-1 once one is not known). */
+static void fold_height(int64_t* tallest, int64_t h) {
+  if (*tallest >= 0) *tallest = h < 0 ? -1 : (h > *tallest ? h : *tallest);
 }
 
 static int seq_to_array(PyObject* seq, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
@@ -143,25 +138,21 @@ static int element_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_ss
 static int construct(const char* ctor, TVMFFIObjectHandle* cache, PyObject* const* items,
                      Py_ssize_t n, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
                      int64_t* height) {
-  enum { ON_STACK = 16 };
-  TVMFFIAny stack_views[ON_STACK];
-  int64_t stack_heights[ON_STACK];
-  TVMFFIAny* views = stack_views;
-  int64_t* heights = stack_heights;
-  if (n > ON_STACK) {
-    views = PyMem_Malloc(sizeof(TVMFFIAny) * (size_t)n);
-    heights = PyMem_Malloc(sizeof(int64_t) * (size_t)n);
-  }
-  int rc = views != NULL && heights != NULL ? 0 : (PyErr_NoMemory(), -1);
+  TVMFFIAny stack_views[16];
+  TVMFFIAny* views = n <= 16 ? stack_views : PyMem_Malloc(sizeof(TVMFFIAny) * (size_t)n);
+  if (views == NULL) return PyErr_NoMemory(), -1;
+  int rc = 0;
+  int64_t tallest = 0; /* -1 once an element's height is not known */
   for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
-    rc = element_to_any(items[i], &views[i], temps, argpos, &heights[i]);
+    int64_t h;
+    rc = element_to_any(items[i], &views[i], temps, argpos, &h);
+    fold_height(&tallest, h);
   }
   TVMFFIAny result = {.type_index = kTVMFFINone};
   if (rc == 0) rc = tvmffi_call_global_any(ctor, cache, views, (int32_t)n, &result);
-  if (rc == 0) *height = container_height(heights, n);
   if (views != stack_views) PyMem_Free(views);
-  if (heights != stack_heights) PyMem_Free(heights);
   if (rc != 0) return -1;
+  *height = tallest < 0 ? 0 : tallest + 1;
   if (temps_push(temps, result.v_obj) != 0) {
     TVMFFIObjectDecRef(result.v_obj);
     return -1;
@@ -243,12 +234,8 @@ int64_t tvmffi_ctor_graph_height(TVMFFIObjectHandle func, PyObject* const* args,
   }
   if (func == NULL || (func != g_array_ctor && func != g_map_ctor)) return 0;
   int64_t tallest = 0;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    int64_t h = arg_height(args[i]);
-    if (h < 0) return 0;
-    if (h > tallest) tallest = h;
-  }
-  return tallest + 1;
+  for (Py_ssize_t i = 0; i < n && tallest >= 0; ++i) fold_height(&tallest, arg_height(args[i]));
+  return tallest < 0 ? 0 : tallest + 1;
 }
 
 static int object_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps) {
