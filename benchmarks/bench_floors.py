@@ -139,12 +139,11 @@ def main(argv: list[str] | None = None) -> None:
                 best[2] = min(best[2], runtime(floor[0], floor[1], number))
         under = py_floor + (best[2] if floor is not None else 0.0)
         own, their_own = best[0] - under, best[1] - under
+        ratio = f"{own / their_own:.2f}" if own > 0 and their_own > 0 else "-"
         print(
             f"| `{name}` | {_fmt(best[0])} | {_fmt(best[1])} | "
             f"{_fmt(best[2]) if floor is not None else '-'} | {_fmt(own)} | {_fmt(their_own)} | "
-            f"{own / their_own:.2f} |"
-            if own > 0 and their_own > 0
-            else "- |"
+            f"{ratio} |"
         )
 
 
