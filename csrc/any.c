@@ -30,11 +30,75 @@ static void pod_to_any(int32_t type_index, TVMFFIAny* out) {
   out->v_int64 = 0;
 }
 
+/* ---- graph heights of containers built here --------------------------------
+ * A container built from Python lists, tuples and dicts records the height of
+ * its graph as graph_guard.c counts it (object levels on the longest path: 0
+ * for a value holding no object, 1 for a leaf) when every node is immutable
+ * (tvmffi_graph_immutable): such a graph can neither change nor contain
+ * itself, so the guard compares the height with the stack room instead of
+ * walking the value. -1: not known (a List, Dict, Tensor, an object with
+ * fields, an object whose graph was never measured). */
+static int64_t pod_height(int32_t type_index) {
+  switch (type_index) {
+    case kTVMFFIRawStr: /* the runtime stores these as Str / Bytes */
+    case kTVMFFIByteArrayPtr:
+      return 1;
+    case kTVMFFIDLTensorPtr: /* stored as a Tensor; a moved object's graph is not known */
+    case kTVMFFIObjectRValueRef:
+      return -1;
+    default:
+      return 0;
+  }
+}
+
+/* The height of the value `view` that `item` converted to. */
+static int64_t view_height(PyObject* item, const TVMFFIAny* view) {
+  if (view->type_index < kTVMFFIStaticObjectBegin) return pod_height(view->type_index);
+  if (tvmffi_graph_leaf(view->type_index)) return 1;
+  if (tvmffi_is_object(item) && ((TVMFFIPyObject*)item)->handle == view->v_obj) {
+    int64_t h = ((TVMFFIPyObject*)item)->graph_height;
+    return h > 0 ? h : -1;
+  }
+  return -1;
+}
+
+/* Folds an element's height into *tallest (-1 once one is not known). */
+static void fold_height(int64_t* tallest, int64_t h) {
+  if (*tallest >= 0) *tallest = h < 0 ? -1 : (h > *tallest ? h : *tallest);
+}
+
+static int seq_to_array(PyObject* seq, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
+                        int64_t* height);
+static int dict_to_map(PyObject* dict, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
+                       int64_t* height);
+
+/* A value converted with its height: exact lists, tuples and dicts (which can
+ * only take the container route) built here, measured as they are built. */
+static int measured_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
+                           int64_t* height) {
+  PyTypeObject* tp = Py_TYPE(item);
+  int64_t built = 0;
+  int rc;
+  if (tp == &PyList_Type || tp == &PyTuple_Type) {
+    rc = seq_to_array(item, out, temps, argpos, &built);
+  } else if (tp == &PyDict_Type) {
+    rc = dict_to_map(item, out, temps, argpos, &built);
+  } else {
+    rc = tvmffi_py_to_any(item, out, temps, argpos);
+    if (rc == 0) *height = view_height(item, out);
+    return rc;
+  }
+  *height = built > 0 ? built : -1;
+  return rc;
+}
+
 /* An element of a container built from a list/tuple/dict. The container
  * keeps its elements beyond the call, so a TensorView, which otherwise
  * travels as a raw DLTensor* that dangles once the call returns, becomes a
  * Tensor holding a reference to the view (and so to its array). */
-static int element_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+static int element_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
+                          int64_t* height) {
+  *height = -1;
   if (Py_TYPE(item) == &TVMFFITensorViewType) {
     return tvmffi_tensor_to_kept_any(item, out, temps, argpos);
   }
@@ -42,24 +106,30 @@ static int element_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_ss
     /* A container keeps its elements: a move can only go to the callee. */
     return tvmffi_arg_error(PyExc_TypeError, argpos, "obj._move() cannot be a container element");
   }
-  return tvmffi_py_to_any(item, out, temps, argpos);
+  return measured_to_any(item, out, temps, argpos, height);
 }
 
 /* Convert `n` Python items to views in `views`, then call a runtime
- * constructor (ffi.Array / ffi.Map) and keep the result as a temporary. */
+ * constructor (ffi.Array / ffi.Map) and keep the result as a temporary;
+ * *height: its graph height, 0 if not known. */
 static int construct(const char* ctor, TVMFFIObjectHandle* cache, PyObject* const* items,
-                     Py_ssize_t n, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+                     Py_ssize_t n, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
+                     int64_t* height) {
   TVMFFIAny stack_views[16];
   TVMFFIAny* views = n <= 16 ? stack_views : PyMem_Malloc(sizeof(TVMFFIAny) * (size_t)n);
   if (views == NULL) return PyErr_NoMemory(), -1;
   int rc = 0;
+  int64_t tallest = 0; /* -1 once an element's height is not known */
   for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
-    rc = element_to_any(items[i], &views[i], temps, argpos);
+    int64_t h;
+    rc = element_to_any(items[i], &views[i], temps, argpos, &h);
+    fold_height(&tallest, h);
   }
   TVMFFIAny result = {.type_index = kTVMFFINone};
   if (rc == 0) rc = tvmffi_call_global_any(ctor, cache, views, (int32_t)n, &result);
   if (views != stack_views) PyMem_Free(views);
   if (rc != 0) return -1;
+  *height = tallest < 0 ? 0 : tallest + 1;
   if (temps_push(temps, result.v_obj) != 0) {
     TVMFFIObjectDecRef(result.v_obj);
     return -1;
@@ -71,28 +141,33 @@ static int construct(const char* ctor, TVMFFIObjectHandle* cache, PyObject* cons
 /* Elements may be containers in turn: nesting depth is bounded like any
  * Python recursion (a self-containing list raises RecursionError). */
 static int build_container(const char* ctor, TVMFFIObjectHandle* cache, PyObject* const* items,
-                           Py_ssize_t n, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+                           Py_ssize_t n, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
+                           int64_t* height) {
   if (Py_EnterRecursiveCall(" while converting a nested container") != 0) return -1;
-  int rc = construct(ctor, cache, items, n, out, temps, argpos);
+  int rc = construct(ctor, cache, items, n, out, temps, argpos, height);
   Py_LeaveRecursiveCall();
   return rc;
 }
 
+/* The runtime's container constructors, looked up once (builtins live for
+ * the whole process). */
+static TVMFFIObjectHandle g_array_ctor, g_map_ctor;
+
 /* Converting an element may run Python code (__index__, protocols) that
  * mutates the container, so elements are converted from a snapshot holding
  * its own references. */
-static int seq_to_array(PyObject* seq, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
-  static TVMFFIObjectHandle ctor;
+static int seq_to_array(PyObject* seq, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
+                        int64_t* height) {
   PyObject* snapshot = PySequence_Tuple(seq);
   if (snapshot == NULL) return -1;
-  int rc = build_container("ffi.Array", &ctor, &PyTuple_GET_ITEM(snapshot, 0),
-                           PyTuple_GET_SIZE(snapshot), out, temps, argpos);
+  int rc = build_container("ffi.Array", &g_array_ctor, &PyTuple_GET_ITEM(snapshot, 0),
+                           PyTuple_GET_SIZE(snapshot), out, temps, argpos, height);
   Py_DECREF(snapshot);
   return rc;
 }
 
-static int dict_to_map(PyObject* dict, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
-  static TVMFFIObjectHandle ctor;
+static int dict_to_map(PyObject* dict, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
+                       int64_t* height) {
   Py_ssize_t n = PyDict_Size(dict), pos = 0, i = 0;
   PyObject* snapshot = PyTuple_New(2 * n);
   if (snapshot == NULL) return -1;
@@ -101,10 +176,43 @@ static int dict_to_map(PyObject* dict, TVMFFIAny* out, TempList* temps, Py_ssize
     PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(k));
     PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(v));
   }
-  int rc =
-      build_container("ffi.Map", &ctor, &PyTuple_GET_ITEM(snapshot, 0), i, out, temps, argpos);
+  int rc = build_container("ffi.Map", &g_map_ctor, &PyTuple_GET_ITEM(snapshot, 0), i, out, temps,
+                           argpos, height);
   Py_DECREF(snapshot);
   return rc;
+}
+
+/* The height of the value a call argument converts to, from the Python value
+ * alone: plain scalars (their conversion is fixed: a POD value or a leaf) and
+ * objects (always passed as their own handle) with a measured graph; -1 if
+ * not known. */
+static int64_t arg_height(PyObject* v) {
+  PyTypeObject* tp = Py_TYPE(v);
+  if (v == Py_None || tp == &PyBool_Type || tp == &PyFloat_Type) return 0;
+  if (tp == &PyLong_Type) {
+    int overflow;
+    (void)PyLong_AsLongLongAndOverflow(v, &overflow); /* cannot fail on an int */
+    return overflow ? 1 : 0;                          /* a BigInt leaf, or an Int */
+  }
+  if (tp == &PyUnicode_Type || tp == &PyBytes_Type) return 1; /* at most: maybe a small value */
+  if (tvmffi_is_object(v) && ((TVMFFIPyObject*)v)->graph_height > 0) {
+    return ((TVMFFIPyObject*)v)->graph_height;
+  }
+  return -1;
+}
+
+int64_t tvmffi_ctor_graph_height(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t n) {
+  /* Arguments of these kinds convert without running Python code, so what
+   * was converted is what arg_height reads now. */
+  if ((g_array_ctor == NULL && tvmffi_get_global("ffi.Array", &g_array_ctor) != 0) ||
+      (g_map_ctor == NULL && tvmffi_get_global("ffi.Map", &g_map_ctor) != 0)) {
+    PyErr_Clear(); /* not known; looked up again next time */
+    return 0;
+  }
+  if (func == NULL || (func != g_array_ctor && func != g_map_ctor)) return 0;
+  int64_t tallest = 0;
+  for (Py_ssize_t i = 0; i < n && tallest >= 0; ++i) fold_height(&tallest, arg_height(args[i]));
+  return tallest < 0 ? 0 : tallest + 1;
 }
 
 static int object_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps) {
@@ -303,7 +411,11 @@ static int exception_to_any(PyObject* exc, TVMFFIAny* out, TempList* temps) {
  * as the official binding does. */
 static int fallback_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   if (PyExceptionInstance_Check(obj)) return exception_to_any(obj, out, temps);
-  PyObject* handler = PyDict_GetItemWithError(g_opaque_ptr_handlers, (PyObject*)Py_TYPE(obj));
+  /* Most programs register no handler: an empty table is not hashed into
+   * (the lookup is ~130 instructions, a fifth of an opaque argument's cost). */
+  PyObject* handler = PyDict_GET_SIZE(g_opaque_ptr_handlers) == 0
+                          ? NULL
+                          : PyDict_GetItemWithError(g_opaque_ptr_handlers, (PyObject*)Py_TYPE(obj));
   if (handler != NULL) {
     PyObject* addr = PyObject_CallOneArg(handler, obj);
     if (addr == NULL) return -1;
@@ -545,6 +657,7 @@ static void remember_tensor_type(PyTypeObject* tp) {
 
 /* Everything that is not an exact hot type. */
 static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  int64_t unused_height;
   int kind = kind_of(Py_TYPE(obj));
   if (kind == K_TENSOR) remember_tensor_type(Py_TYPE(obj));
   switch (kind) {
@@ -579,9 +692,9 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
       pod_to_any(kTVMFFIDataType, out);
       return tvmffi_dtype_like_to_dl(obj, &out->v_dtype);
     case K_SEQUENCE:
-      return seq_to_array(obj, out, temps, argpos);
+      return seq_to_array(obj, out, temps, argpos, &unused_height);
     case K_DICT:
-      return dict_to_map(obj, out, temps, argpos);
+      return dict_to_map(obj, out, temps, argpos, &unused_height);
     case K_OFFICIAL_OBJECT:
       return tvmffi_official_to_any(obj, OFFICIAL_OBJECT, out, temps, argpos);
     case K_OFFICIAL_TENSOR:
@@ -661,16 +774,22 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
   return convert_slow(obj, out, temps, argpos);
 }
 
-int tvmffi_py_to_owned_any(PyObject* obj, TVMFFIAny* out) {
+/* Python -> owned Any, with the graph height of a container built here. */
+static int measured_to_owned(PyObject* obj, TVMFFIAny* out, int64_t* height) {
   TempList temps;
   temps_init(&temps);
-  int rc = tvmffi_py_to_any(obj, out, &temps, -1);
+  int rc = measured_to_any(obj, out, &temps, -1, height);
   /* Views of objects become owned by taking one more reference; the
    * temporaries then drop theirs. A moved object (obj._move()) hands its own. */
   if (rc == 0 && out->type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectIncRef(out->v_obj);
   if (rc == 0 && out->type_index == kTVMFFIObjectRValueRef) rc = tvmffi_take_rvalue(out, out);
   temps_release(&temps);
   return rc;
+}
+
+int tvmffi_py_to_owned_any(PyObject* obj, TVMFFIAny* out) {
+  int64_t unused_height;
+  return measured_to_owned(obj, out, &unused_height);
 }
 
 /* ---- Any -> Python ------------------------------------------------------- */
@@ -770,12 +889,21 @@ PyObject* tvmffi_any_to_py_borrowed(const TVMFFIAny* value) {
   return tvmffi_any_to_py_owned(&copy);
 }
 
-/* _convert(value): the FFI value a call would receive, back as Python. */
+PyObject* tvmffi_convert(PyObject* value) {
+  TVMFFIAny any;
+  int64_t height = -1;
+  if (measured_to_owned(value, &any, &height) != 0) return NULL;
+  TVMFFIObjectHandle h = any.type_index >= kTVMFFIStaticObjectBegin ? any.v_obj : NULL;
+  PyObject* res = tvmffi_any_to_py_owned(&any);
+  if (res != NULL && height > 0 && tvmffi_is_object(res) && ((TVMFFIPyObject*)res)->handle == h) {
+    ((TVMFFIPyObject*)res)->graph_height = height;
+  }
+  return res;
+}
+
 static PyObject* py_convert(PyObject* self, PyObject* value) {
   (void)self;
-  TVMFFIAny any;
-  if (tvmffi_py_to_owned_any(value, &any) != 0) return NULL;
-  return tvmffi_any_to_py_owned(&any);
+  return tvmffi_convert(value);
 }
 
 static PyMethodDef any_methods[] = {

@@ -147,6 +147,15 @@ PyObject* tvmffi_any_to_py_owned(TVMFFIAny* value);
 PyObject* tvmffi_any_to_py_borrowed(const TVMFFIAny* value);
 /* Release whatever an owned Any holds. */
 void tvmffi_any_release(TVMFFIAny* value);
+/* _convert(value): the FFI value a call would receive, back as Python. An
+ * Array/Map built here from Python lists, tuples and dicts comes back with
+ * the height of its graph recorded (graph_height) when every node is
+ * immutable, so graph_guard.c need not walk it. New reference or NULL. */
+PyObject* tvmffi_convert(PyObject* value);
+/* The graph height of the container ffi.Array / ffi.Map would build from
+ * args (Array(...) / Map(...)), when func is that builtin and every argument
+ * is a plain scalar or an object of known height; else 0 (not known). */
+int64_t tvmffi_ctor_graph_height(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t n);
 /* _convert and _OPAQUE_PTR_HANDLERS on the module. */
 int tvmffi_any_init(PyObject* module);
 
@@ -187,10 +196,11 @@ typedef struct {
    * DLPack C exchange API: that API (process-lifetime per the DLPack spec),
    * so its tensor elements come back as the framework's tensors. Else NULL. */
   const DLPackExchangeAPI* dlpack_api;
-  /* Height of this value's graph once graph_guard.c has walked it and found
-   * only immutable containers (Array, Map) and leaves: such a graph cannot
-   * change, so later checks compare the height with the stack room. 0: not
-   * known. Reset wherever a handle is installed in an existing object. */
+  /* Height of this value's graph once graph_guard.c has walked it, or any.c
+   * built it from Python, and found only immutable nodes
+   * (tvmffi_graph_immutable): such a graph cannot change, so later checks
+   * compare the height with the stack room. 0: not known. Set wherever a
+   * handle is installed in an existing object. */
   int64_t graph_height;
 } TVMFFIPyObject;
 
@@ -246,6 +256,17 @@ int tvmffi_reflection_init(PyObject* module);
 
 /* ---- graph_guard.c: depth/cycle check before the runtime's recursive traversals ---- */
 int tvmffi_graph_guard_init(PyObject* module);
+/* Objects that never change once built and hold no other object: a graph's
+ * leaves, one level high. */
+static inline int tvmffi_graph_leaf(int32_t type_index) {
+  return type_index == kTVMFFIStr || type_index == kTVMFFIBytes || type_index == kTVMFFIShape ||
+         type_index == kTVMFFIBigInt;
+}
+/* Nodes that never change once built (the immutable containers and the
+ * leaves): a graph of only these keeps its shape, and so its height. */
+static inline int tvmffi_graph_immutable(int32_t type_index) {
+  return type_index == kTVMFFIArray || type_index == kTVMFFIMap || tvmffi_graph_leaf(type_index);
+}
 /* Map/Dict entries read in place, in the runtime's layout (graph_guard.c has
  * it): whether that layout reads back right on maps the runtime builds
  * (checked once, with the GIL; an error reads as no and is asked again), and

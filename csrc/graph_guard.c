@@ -139,20 +139,6 @@ static void walk_init(Walk* w, int skip_ignored) {
   w->tallest = 0;
 }
 
-/* Nodes that never change once built: a graph of only these keeps its shape. */
-static int is_immutable_node(int32_t type_index) {
-  switch (type_index) {
-    case kTVMFFIArray:
-    case kTVMFFIMap:
-    case kTVMFFIStr:
-    case kTVMFFIBytes:
-    case kTVMFFIShape:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
 static void walk_free(Walk* w) {
   if (w->kids != w->kids_inline) PyMem_Free(w->kids);
   if (w->path != w->path_inline) PyMem_Free(w->path);
@@ -414,7 +400,7 @@ static int push(Walk* w, Table* t, TVMFFIObject* obj) {
   size_t begin = w->nkids;
   if (add_children(w, obj) != 0) return -1;
   w->path[w->depth++] = (Frame){obj, begin, begin, w->nkids, 1};
-  if (!is_immutable_node(obj->type_index)) w->all_immutable = 0;
+  if (!tvmffi_graph_immutable(obj->type_index)) w->all_immutable = 0;
   if ((int64_t)w->depth > w->tallest) w->tallest = (int64_t)w->depth;
   return 0;
 }
@@ -547,6 +533,16 @@ static PyObject* py_graph_epoch(PyObject* m, PyObject* unused) {
   return PyLong_FromUnsignedLongLong(tvmffi_graph_epoch);
 }
 
+/* _graph_height(obj): the height recorded in obj's wrapper, 0 when not known. */
+static PyObject* py_graph_height(PyObject* m, PyObject* obj) {
+  (void)m;
+  if (!tvmffi_is_object(obj)) {
+    PyErr_SetString(PyExc_TypeError, "_graph_height(obj): obj must be an Object");
+    return NULL;
+  }
+  return PyLong_FromLongLong(((TVMFFIPyObject*)obj)->graph_height);
+}
+
 static PyObject* py_depth_limit(PyObject* m, PyObject* arg) {
   (void)m;
   long long per_level = PyLong_AsLongLong(arg);
@@ -563,7 +559,7 @@ static int is_plain_scalar(PyObject* v) {
 }
 
 /* Checks the graph below obj; on success *immutable_height is its height if
- * every node is immutable (is_immutable_node), else 0. */
+ * every node is immutable (tvmffi_graph_immutable), else 0. */
 static int check_handle(TVMFFIObject* obj, int64_t limit, int skip_ignored,
                         int64_t* immutable_height) {
   Walk w;
@@ -604,9 +600,7 @@ PyObject* tvmffi_graph_converted(PyObject* value) {
       tvmffi_is_object(value)) {
     return Py_NewRef(value);
   }
-  TVMFFIAny any;
-  if (tvmffi_py_to_owned_any(value, &any) != 0) return NULL;
-  return tvmffi_any_to_py_owned(&any);
+  return tvmffi_convert(value); /* a container built from Python comes measured */
 }
 
 /* Check a tvmffi_graph_converted value (runs no Python code): 0, or -1 with ValueError for a
@@ -705,6 +699,9 @@ static PyMethodDef guard_methods[] = {
     {"_graph_epoch", py_graph_epoch, METH_NOARGS,
      "_graph_epoch(): a counter that moves whenever Python code may have added an edge to a "
      "value graph (a field write, a List/Dict insertion)."},
+    {"_graph_height", py_graph_height, METH_O,
+     "_graph_height(obj): the height of obj's graph as recorded in it (only immutable nodes), "
+     "0 when not known."},
     {"_depth_limit", py_depth_limit, METH_O,
      "_depth_limit(bytes_per_level): levels of nesting this thread's stack has room for."},
     {NULL, NULL, 0, NULL},

@@ -464,7 +464,9 @@ PyObject* tvmffi_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t narg
     return NULL;
   }
   self->handle = h;
-  self->graph_height = 0; /* a handle moved out (obj._move()) may be replaced */
+  /* Array(...) / Map(...) of measured values: the height is known (any.c).
+   * Anything else: not known (a handle moved out, obj._move(), may be replaced). */
+  self->graph_height = tvmffi_ctor_graph_height(func, args + 2, nargs - 2);
   Py_RETURN_NONE;
 }
 

@@ -621,6 +621,62 @@ def test_remembered_height_is_checked_against_each_stack(
     assert isinstance(err, RecursionError), err
 
 
+def _walked_height(value: Any) -> int:
+    """The height the guard measures by walking value's graph (0: a mutable node in it)."""
+    fresh = tvmffi.get_global_func("testing.echo")(value)  # same handle, nothing recorded
+    assert tvmffi._core._graph_height(fresh) == 0
+    tvmffi._core._graph_check(fresh, 1024, True)
+    return tvmffi._core._graph_height(fresh)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(json_values, max_size=4) | st.dictionaries(st.text(max_size=4), json_values))
+def test_converted_containers_record_the_height_the_guard_measures(value: Any) -> None:
+    # A value built from Python lists/dicts is measured as it is built, so the guard
+    # does not walk it: the recorded height must be the one the walk finds.
+    converted = tvmffi.convert(value)
+    assert tvmffi._core._graph_height(converted) == _walked_height(converted) > 0
+    through_guard = tvmffi._core._graph_check(value, 1024, True)  # converted there
+    assert tvmffi._core._graph_height(through_guard) == _walked_height(converted)
+
+
+def test_array_and_map_constructors_record_heights() -> None:
+    inner = Array([1, 2**70, b"x" * 40, None, 1.5])
+    outer = Map({"k": Array([inner, "a long enough string"]), 2: inner})
+    for v in (inner, outer, Array([]), Map({})):
+        walked = _walked_height(v)
+        # Exact where the elements' conversion shows it; a str counts as a leaf at most.
+        assert walked <= tvmffi._core._graph_height(v) <= walked + 1
+    assert tvmffi._core._graph_height(inner) == 2
+
+
+def test_mutable_or_unmeasured_parts_leave_the_height_unknown() -> None:
+    lst = List([1])
+    for v in (tvmffi.convert([[1], lst]), Array([lst]), Map({"k": lst}), Array([Array([lst])])):
+        assert tvmffi._core._graph_height(v) == 0  # walked by every check
+    held = tvmffi.convert([1, [lst]])
+    lst.append(lst)  # a cycle below a converted value: still found
+    with pytest.raises(ValueError, match="Cycle detected"):
+        tvmffi.structural_hash(held)
+    with pytest.raises(ValueError, match="Cycle detected"):
+        tvmffi.structural_equal([held], [held])
+
+
+@pytest.mark.parametrize(("name", "op"), _TRAVERSALS[:3], ids=[n for n, _ in _TRAVERSALS[:3]])
+def test_converted_deep_value_is_refused_on_a_small_stack(
+    name: str, op: Callable[[Any], Any]
+) -> None:
+    nested: Any = [1]
+    for _ in range(600):  # more levels than a 512 KiB stack has room for
+        nested = [nested]
+    deep = tvmffi.convert(nested)
+    assert tvmffi._core._graph_height(deep) == 601
+    op(deep)  # fits the main thread's stack
+    err = _run_in_small_stack_thread(lambda: op(deep))  # the recorded height is too tall there
+    assert isinstance(err, RecursionError), err
+    op(nested)  # converted in the call (measured as it is built): fits the main stack
+
+
 def test_equal_and_hash_signatures_and_argument_binding() -> None:
     import inspect
     import pickle
