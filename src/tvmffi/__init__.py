@@ -225,26 +225,36 @@ __all__ += [
 ]
 
 # Registers ffi.Module.load_from_bytes.tvmffi_dso (module libraries embedded in another).
-# _ffi_api (the runtime's ffi.* functions as attributes) is loaded as the official
-# package loads it: clients reach it as tvm_ffi._ffi_api without importing it.
-from . import _embedded_loader, _ffi_api  # noqa: E402, F401
-from ._version import official_version as _official_version  # noqa: E402
+from . import _embedded_loader  # noqa: E402, F401
 
-# Hosting: tvmffi.host() answers `import tvm_ffi` with tvmffi (docs/hosting.md).
-from .hosting import host  # noqa: E402
+
+
+def host(*, subprocesses: bool = True) -> None:
+    """Answer every ``import tvm_ffi`` in this process with tvmffi (docs/hosting.md).
+
+    See :func:`tvmffi.hosting.host`, which this calls (imported on first use, so that
+    ``import tvmffi`` stays light).
+    """
+    from .hosting import host as _host
+
+    _host(subprocesses=subprocesses)
 
 
 def __getattr__(name: str) -> object:
-    """Import ``tvmffi.codegen``, ``cpp`` and ``utils`` on first use: the import stays light.
+    """Import ``tvmffi.codegen``, ``cpp``, ``utils`` and ``_ffi_api`` on first use: the
+    import stays light. Clients reach ``tvm_ffi._ffi_api`` (the runtime's ``ffi.*``
+    functions) as an attribute without importing it, as the official package allows.
 
     ``__version__`` is the version of the official package (``apache-tvm-ffi``)
     whose runtime tvmffi loads and whose API it answers: a client compares it with the
     runtime it was built for. tvmffi's own release is ``__tvmffi_version__``.
     """
-    if name in ("codegen", "cpp", "utils"):
+    if name in ("codegen", "cpp", "utils", "_ffi_api"):
         import importlib
 
         return importlib.import_module("." + name, __name__)
     if name == "__version__":
-        return _official_version()
+        from ._version import official_version
+
+        return official_version()
     raise AttributeError(f"module 'tvmffi' has no attribute {name!r}")

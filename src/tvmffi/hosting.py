@@ -20,7 +20,6 @@ the subprocesses it starts are hosted too.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
@@ -43,8 +42,13 @@ def _ours_for(name: str) -> str | None:
     return None
 
 
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Answers ``tvm_ffi[.X]`` with the module object of ``tvmffi[.X]`` (the same object)."""
+class _Finder:
+    """Answers ``tvm_ffi[.X]`` with the module object of ``tvmffi[.X]`` (the same object).
+
+    A meta path finder and loader by protocol (``find_spec``, ``create_module``,
+    ``exec_module``): subclassing ``importlib.abc``'s classes would import
+    ``importlib.resources`` and ``tempfile`` with every ``import tvmffi`` (~5 ms).
+    """
 
     def find_spec(
         self, fullname: str, path: object = None, target: ModuleType | None = None
