@@ -225,11 +225,12 @@ __all__ += [
 ]
 
 # Registers ffi.Module.load_from_bytes.tvmffi_dso (module libraries embedded in another).
+import builtins as _builtins  # noqa: E402  (`bool` is the dtype literal here)
+
 from . import _embedded_loader  # noqa: E402, F401
 
 
-
-def host(*, subprocesses: bool = True) -> None:
+def host(*, subprocesses: _builtins.bool = True) -> None:
     """Answer every ``import tvm_ffi`` in this process with tvmffi (docs/hosting.md).
 
     See :func:`tvmffi.hosting.host`, which this calls (imported on first use, so that

@@ -66,6 +66,15 @@ class _Finder:
     def exec_module(self, module: ModuleType) -> None:
         """Nothing to run: the module is tvmffi's, imported by :meth:`create_module`."""
 
+    def load_module(self, fullname: str) -> ModuleType:
+        """The legacy loader entry (PEP 302): the same module object."""
+        ours = _ours_for(fullname)
+        if ours is None:
+            raise ImportError(f"tvmffi.hosting answers only tvm_ffi modules, not {fullname!r}")
+        module = importlib.import_module(ours)
+        sys.modules[fullname] = module
+        return module
+
 
 _FINDER = _Finder()
 
