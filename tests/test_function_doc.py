@@ -91,6 +91,7 @@ def test_cpp_load_inline_functions_have_signatures() -> None:
         "function_doc_add",
         cpp_sources="int64_t add(int64_t a, int64_t b) { return a + b; }",
         functions={"add": "Add two integers."},
+        extra_cflags=["-DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
     )
     assert str(inspect.signature(mod.add)) == "(arg0: int, arg1: int, /) -> int"
     assert mod.add.__name__ == "add"

@@ -269,7 +269,7 @@ class Module(Object):
 
         Libraries export it as ``__tvm_ffi__metadata_<name>``: the runtime's export
         macros write ``{"type_schema": "<JSON>"}`` (when built with
-        ``TVM_FFI_DLL_EXPORT_INCLUDE_METADATA``, which :mod:`tvmffi.cpp` defines);
+        ``TVM_FFI_DLL_EXPORT_INCLUDE_METADATA``);
         :mod:`tvmffi.codegen` adds the parameters' specs. As in the official binding the
         values stay as the library wrote them: ``TypeSchema.from_json_str`` reads the
         ``type_schema`` text.

@@ -39,11 +39,6 @@ _Cubins = Mapping[str, bytes] | None
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HEADERS = (
-    # Exported functions carry their type schema (__tvm_ffi__metadata_<name>):
-    # tvmffi builds each Function's __signature__ and __doc__ from it.
-    "#ifndef TVM_FFI_DLL_EXPORT_INCLUDE_METADATA",
-    "#define TVM_FFI_DLL_EXPORT_INCLUDE_METADATA 1",
-    "#endif",
     "#include <tvm/ffi/container/tensor.h>",
     "#include <tvm/ffi/dtype.h>",
     "#include <tvm/ffi/error.h>",
@@ -304,9 +299,11 @@ def load_inline(
 ) -> Module:
     """Compile C++ and/or CUDA source text and load it as a :class:`~tvmffi.Module`.
 
-    :func:`build_inline` followed by :func:`tvmffi.load_module`. Each exported
-    function carries its signature: ``inspect.signature(mod.f)`` and ``help(mod.f)``
-    show it.
+    :func:`build_inline` followed by :func:`tvmffi.load_module`. Built with
+    ``-DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1`` (in ``extra_cflags``, or defined in the
+    source), each exported function carries its type schema, and
+    ``inspect.signature(mod.f)`` and ``help(mod.f)`` show it (off by default, as in the
+    official binding).
 
     Parameters
     ----------
@@ -371,6 +368,7 @@ def load_inline(
     ...     name="hello",
     ...     cpp_sources="int add(int a, int b) { return a + b; }",
     ...     functions=["add"],
+    ...     extra_cflags=["-DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
     ... )
     >>> mod.add(1, 2)
     3
