@@ -22,6 +22,7 @@
  *   graph_guard.c  depth/cycle check before the runtime's recursive graph
  *               traversals (structural equal/hash/walk/map, JSON graph)
  *   teardown.c  freeing deep containers / py_class chains without deep recursion
+ *   library_pin.c  a library whose loading registered globals is never unloaded
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
@@ -451,6 +452,8 @@ int tvmffi_stream_adopt(int32_t device_type, int32_t device_id, void* stream, Te
 
 /* ---- library_module.c: the class of a module loaded from a library file ------ */
 int tvmffi_library_module_init(PyObject* module);
+/* library_pin.c: libraries that registered globals stay loaded (0, or -1 with an error). */
+int tvmffi_library_pin_init(void);
 
 /* Python may be finalizing when the runtime releases our last objects (static
  * destructors at exit); Python state must not be touched then. */

@@ -398,7 +398,9 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
     default, as in the official binding) the module, and so its library, stays
     loaded for the rest of the process. Without it the library is unloaded
     when the last reference to the module goes, unless loading it registered
-    global functions or types: their code must outlive any module reference.
+    global functions or types: their code must outlive any module reference
+    (tvmffi's loader in front of the runtime's keeps such a library loaded
+    however it was loaded, see docs/reliability.md).
 
     ``path`` is handed to the runtime as given, as the official binding does: a
     name without a ``/`` is looked up by the dynamic loader's search path, not
@@ -412,13 +414,12 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
     file_name = os.fspath(path)
     if not isinstance(file_name, str):
         raise TypeError("load_module expects a str path")
-    registered = None if keep_module_alive else _registration_count()
     if os.sep not in file_name:
         mod = _load_by_name(file_name)  # the loader's search path decides
     else:
         with _open_module_file(file_name) as source:
             mod = _load_module(source.name, source)
-    if keep_module_alive or registered != _registration_count():
+    if keep_module_alive:
         _cached_global_func("ffi.ModuleGlobalsAdd")(mod)
     return mod
 
@@ -471,12 +472,6 @@ def _dlopen_probe(name: str) -> tuple[int | None, str | None]:
         return handle, None
     picked = link_map.contents.l_name
     return handle, os.fsdecode(picked) if picked else None
-
-
-def _registration_count() -> tuple[int, int]:
-    """How many global functions and types the runtime has registered."""
-    global_names = _cached_global_func("ffi.FunctionListGlobalNamesFunctor")()
-    return global_names(-1), len(_cached_global_func("ffi.GetRegisteredTypeKeys")())
 
 
 def _open_module_file(path: str | PathLike[str]) -> _elf.FileSource:
