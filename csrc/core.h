@@ -23,6 +23,7 @@
  *               traversals (structural equal/hash/walk/map, JSON graph)
  *   teardown.c  freeing deep containers / py_class chains without deep recursion
  *   library_pin.c  a library whose loading registered globals is never unloaded
+ *   stack.c     the C stack left to the calling thread (graph guard, callbacks)
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
@@ -257,6 +258,25 @@ int tvmffi_graph_check_object(PyObject* obj, int64_t limit, int skip_seq_ignored
  * root again when this moved (structural.py). */
 extern uint64_t tvmffi_graph_epoch;
 static inline void tvmffi_graph_mutated(void) { ++tvmffi_graph_epoch; }
+
+/* ---- stack.c: the calling thread's C stack ---------------------------------- */
+/* Bytes of this thread's stack left below the caller, less the reserve kept
+ * for the frames around a checked call (may be <= 0). */
+int64_t tvmffi_stack_usable(void);
+/* The lowest address a Python callback may start at on this thread (NULL until
+ * the thread's first callback asks tvmffi_callback_floor_init). */
+extern __attribute__((tls_model("initial-exec"))) _Thread_local const char* tvmffi_t_callback_floor;
+const char* tvmffi_callback_floor_init(void);
+int tvmffi_callback_stack_low_slow(const char* here);
+/* 1, with RecursionError set (GIL held), when a Python callback entered here
+ * would leave less than one more level of callback recursion on the stack. */
+static inline int tvmffi_callback_stack_low(void) {
+  char here;
+  const char* floor = tvmffi_t_callback_floor;
+  if (__builtin_expect(floor == NULL, 0)) floor = tvmffi_callback_floor_init();
+  return __builtin_expect((uintptr_t)&here < (uintptr_t)floor, 0) &&
+         tvmffi_callback_stack_low_slow(&here);
+}
 
 /* ---- graph_entry.c: native entry points that check and call in one step ------ */
 int tvmffi_graph_entry_init(PyObject* module);
