@@ -298,6 +298,9 @@ typedef struct {
 /* A runtime builtin that adds to a List or Dict (ffi.ListAppend, ...): calls
  * bump tvmffi_graph_epoch. */
 #define BUILTIN_MUTATES_GRAPH 2
+/* A runtime builtin that trusts its input (ffi.FromJSONGraphString): its
+ * arguments pass through the vetting hook first (_set_builtin_vetting). */
+#define BUILTIN_VETS_ARGS 32
 /* A runtime builtin that drops List or Dict values (set, erase, clear): what
  * it drops is held across the call (teardown.c's tvmffi_hold_dropped), so a
  * deep value's last reference is released by us, iteratively. Which values,
