@@ -200,7 +200,9 @@ _BUILTIN_RULES: dict[str, Rule] = {
     "ffi.Dict": _map_data,
     "ffi.BigInt": _bigint_data,
 }
-_OBJECT_BEGIN = 64  # kTVMFFIStaticObjectBegin: type indices below are plain values
+# Static types past the rules above: plain values, and objects the decoder cannot make
+# (Object, Error, Function, Tensor, Module, OpaquePyObject, ...): kTVMFFIStaticObjectEnd.
+_STATIC_END = 79
 
 
 def _field_rule(type_key: str, index: int) -> Rule:
@@ -267,7 +269,7 @@ def _rule_for(type_key: str) -> Rule:
     index = _core._type_key_to_index(type_key)
     if index is None:
         raise ValueError(f"{_PREFIX}unknown type key {type_key!r}")
-    if index < _OBJECT_BEGIN:
+    if index < _STATIC_END:
         raise ValueError(f"{_PREFIX}type {type_key!r} cannot be read from a JSON graph")
     if _is_subtype(index, "ffi.IntEnum"):
         return _enum_rule(True)
