@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
+import sys
 
 from setuptools import Extension, setup
 
@@ -43,7 +44,7 @@ core = Extension(
     depends=sorted(glob.glob(os.path.join("csrc", "*.h"))),
     include_dirs=[os.path.join(root, "include"), "csrc"],
     library_dirs=[os.path.join(root, "lib")],
-    libraries=["tvm_ffi"],
+    libraries=["tvm_ffi"] + (["dl"] if sys.platform.startswith("linux") else []),
     extra_compile_args=extra_compile_args,
     extra_link_args=extra_link_args,
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import sys
 import timeit
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -193,3 +194,42 @@ def report(
     )
     print(table(rows, floor_ns(env), columns))
     return rows
+
+
+_CALLGRIND_LOOP = """
+import timeit
+_t = timeit.Timer({stmt!r}, globals=globals())
+_t.timeit({number})
+"""
+
+
+def _callgrind_total(setup: str, stmt: str, number: int) -> int:
+    """Instructions callgrind counts for a Python process running ``stmt`` ``number`` times."""
+    import re
+    import subprocess
+    import tempfile
+
+    code = setup + _CALLGRIND_LOOP.format(stmt=stmt, number=number)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+        subprocess.run(
+            [*cmd, sys.executable, "-c", code],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        with open(out) as f:
+            found = re.search(r"^summary:\s*(\d+)", f.read(), re.MULTILINE)
+    if found is None:
+        raise RuntimeError("callgrind wrote no summary line")
+    return int(found.group(1))
+
+
+def callgrind_per_call(setup: str, stmt: str, low: int = 2000, high: int = 12000) -> float:
+    """Instructions per run of ``stmt`` after ``setup`` (valgrind's callgrind, load-free).
+
+    Two processes run the statement ``low`` and ``high`` times; the difference of
+    their totals over ``high - low`` removes start-up, imports and ``setup``.
+    """
+    return (_callgrind_total(setup, stmt, high) - _callgrind_total(setup, stmt, low)) / (high - low)

@@ -159,7 +159,23 @@ static const char* const kProtocols[NUM_PROTOCOLS] = {
     [PROTOCOL_OPAQUE_PTR] = "__tvm_ffi_opaque_ptr__",
 };
 
+/* A ctypes.c_void_p's pointer, read from the buffer ctypes exports for it
+ * (its storage: the pointer itself), not through the `value` property. */
 static int void_p_to_any(PyObject* obj, TVMFFIAny* out) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) == 0) {
+    int whole = view.len == (Py_ssize_t)sizeof(void*);
+    void* p = NULL;
+    if (whole) memcpy(&p, view.buf, sizeof p);
+    PyBuffer_Release(&view);
+    if (whole) {
+      pod_to_any(kTVMFFIOpaquePtr, out);
+      out->v_ptr = p;
+      return 0;
+    }
+  } else {
+    PyErr_Clear();
+  }
   PyObject* value = PyObject_GetAttrString(obj, "value");
   if (value == NULL) return -1;
   void* p = value == Py_None ? NULL : PyLong_AsVoidPtr(value);
@@ -170,24 +186,9 @@ static int void_p_to_any(PyObject* obj, TVMFFIAny* out) {
   return 0;
 }
 
-/* An int of at most one digit (|v| < 2**30), read without a call: most ints
- * passed are. `obj` is an int or an int subclass (same layout). */
-static inline int compact_int(PyObject* obj, long long* v) {
-#if PY_VERSION_HEX >= 0x030C0000
-  if (!PyUnstable_Long_IsCompact((PyLongObject*)obj)) return 0;
-  *v = (long long)PyUnstable_Long_CompactValue((PyLongObject*)obj);
-  return 1;
-#else
-  Py_ssize_t size = Py_SIZE(obj);
-  if (size < -1 || size > 1) return 0;
-  *v = size * (long long)((PyLongObject*)obj)->ob_digit[0];
-  return 1;
-#endif
-}
-
 static int int_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps) {
   long long compact;
-  if (compact_int(obj, &compact)) {
+  if (tvmffi_compact_int(obj, &compact)) {
     out->type_index = kTVMFFIInt;
     out->zero_padding = 0;
     out->v_int64 = compact;

@@ -115,6 +115,20 @@ static inline void temps_release(TempList* t) {
 int tvmffi_own_release_unshared(TVMFFIObjectHandle h);
 
 /* ---- any.c: conversions ---------------------------------------------------- */
+/* An int of at most one digit (|v| < 2**30), read without a call: most ints
+ * passed are. `obj` is an int or an int subclass (same layout). */
+static inline int tvmffi_compact_int(PyObject* obj, long long* v) {
+#if PY_VERSION_HEX >= 0x030C0000
+  if (!PyUnstable_Long_IsCompact((PyLongObject*)obj)) return 0;
+  *v = (long long)PyUnstable_Long_CompactValue((PyLongObject*)obj);
+  return 1;
+#else
+  Py_ssize_t size = Py_SIZE(obj);
+  if (size < -1 || size > 1) return 0;
+  *v = size * (long long)((PyLongObject*)obj)->ob_digit[0];
+  return 1;
+#endif
+}
 /* Python -> AnyView. The view borrows from `obj` (which the caller keeps alive)
  * and from objects pushed to `temps`. `argpos` names the argument in errors.
  * Returns 0 on success, -1 with a Python exception set. */
@@ -473,10 +487,17 @@ int tvmffi_stream_init(PyObject* module);
  * call owning `temps` (restored when the temporaries are released). */
 int tvmffi_stream_adopt(int32_t device_type, int32_t device_id, void* stream, TempList* temps);
 
-/* ---- library_module.c: the class of a module loaded from a library file ------ */
-int tvmffi_library_module_init(PyObject* module);
-/* library_pin.c: libraries that registered globals stay loaded (0, or -1 with an error). */
-int tvmffi_library_pin_init(void);
+/* ---- library_probe.c: the dynamic loader asked before the runtime loads ------- */
+int tvmffi_library_probe_init(PyObject* module);
+/* ---- library_pin.c: libraries that registered globals stay loaded ------------ */
+int tvmffi_library_pin_init(void); /* 0, or -1 with an error */
+/* Global functions plus types registered (-1 if unknown); no Python, no GIL needed. */
+int64_t tvmffi_registrations(void);
+/* What tvmffi_pin_if_registered needs to know before `path` is loaded. */
+int64_t tvmffi_registrations_before_load(const char* path);
+/* Marks the loaded library `path` never to unload (RTLD_NODELETE) if loading
+ * it grew the registry from `before`. */
+void tvmffi_pin_if_registered(const char* path, int64_t before);
 
 /* Python may be finalizing when the runtime releases our last objects (static
  * destructors at exit); Python state must not be touched then. */

@@ -37,17 +37,28 @@ static int utf8_arg(PyObject* s, const char* what, TVMFFIByteArray* out) {
   return 0;
 }
 
+/* A new error handle of the three strings args[0..2] (kind, message,
+ * backtrace); -1 with the Python error set. */
+static int error_create(PyObject* const* args, TVMFFIObjectHandle* h) {
+  TVMFFIByteArray kind, msg, bt;
+  if (utf8_arg(args[0], "kind", &kind) || utf8_arg(args[1], "message", &msg) ||
+      utf8_arg(args[2], "backtrace", &bt)) {
+    return -1;
+  }
+  *h = NULL;
+  if (TVMFFIErrorCreate(&kind, &msg, &bt, h) != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  return 0;
+}
+
 /* _error_init(self, kind, message, backtrace): give an empty Error object a
  * new error handle. */
 static PyObject* py_error_init(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   (void)self;
   if (nargs != 4 || !tvmffi_is_object(args[0])) {
     PyErr_SetString(PyExc_TypeError, "_error_init(self, kind, message, backtrace)");
-    return NULL;
-  }
-  TVMFFIByteArray kind, msg, bt;
-  if (utf8_arg(args[1], "kind", &kind) || utf8_arg(args[2], "message", &msg) ||
-      utf8_arg(args[3], "backtrace", &bt)) {
     return NULL;
   }
   TVMFFIPyObject* obj = (TVMFFIPyObject*)args[0];
@@ -57,11 +68,25 @@ static PyObject* py_error_init(PyObject* self, PyObject* const* args, Py_ssize_t
                  Py_TYPE(obj)->tp_name);
     return NULL;
   }
-  TVMFFIObjectHandle h = NULL;
-  if (TVMFFIErrorCreate(&kind, &msg, &bt, &h) != 0) return tvmffi_raise_ffi_error();
+  TVMFFIObjectHandle h;
+  if (error_create(args + 1, &h) != 0) return NULL;
   obj->handle = h;
   obj->graph_height = 0;
   Py_RETURN_NONE;
+}
+
+/* _error_new(kind, message, backtrace): a new error object, of the class
+ * registered for ffi.Error, without a Python constructor in between (an
+ * exception passed as an argument becomes one). */
+static PyObject* py_error_new(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "_error_new(kind, message, backtrace)");
+    return NULL;
+  }
+  TVMFFIObjectHandle h;
+  if (error_create(args, &h) != 0) return NULL;
+  return tvmffi_object_wrap_owned(h); /* takes h */
 }
 
 /* _error_fields(err) -> (kind, message, backtrace) */
@@ -102,6 +127,8 @@ static PyObject* py_error_update_backtrace(PyObject* self, PyObject* args) {
 static PyMethodDef error_object_methods[] = {
     {"_error_init", (PyCFunction)(void (*)(void))py_error_init, METH_FASTCALL,
      "_error_init(self, kind, message, backtrace)"},
+    {"_error_new", (PyCFunction)(void (*)(void))py_error_new, METH_FASTCALL,
+     "_error_new(kind, message, backtrace) -> a new ffi.Error object"},
     {"_error_fields", py_error_fields, METH_O, "(kind, message, backtrace) of an ffi.Error"},
     {"_error_extra_context", py_error_extra_context, METH_O, "extra_context of an ffi.Error"},
     {"_error_update_backtrace", py_error_update_backtrace, METH_VARARGS,

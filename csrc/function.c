@@ -140,6 +140,48 @@ done:
   return res;
 }
 
+/* An argument that packs by value alone (an int of one digit, a float, None,
+ * a bool): 1 with *out filled, else 0. Such arguments make no temporaries,
+ * moves or framework tensors, so a call of only these needs none of
+ * call_safe's bookkeeping. */
+static inline int pack_scalar(PyObject* obj, TVMFFIAny* out) {
+  PyTypeObject* tp = Py_TYPE(obj);
+  out->zero_padding = 0;
+  if (tp == &PyLong_Type) {
+    long long v;
+    if (!tvmffi_compact_int(obj, &v)) return 0;
+    out->type_index = kTVMFFIInt;
+    out->v_int64 = v;
+    return 1;
+  }
+  if (tp == &PyFloat_Type) {
+    out->type_index = kTVMFFIFloat;
+    out->v_float64 = PyFloat_AS_DOUBLE(obj);
+    return 1;
+  }
+  if (obj == Py_None || tp == &PyBool_Type) {
+    out->type_index = obj == Py_None ? kTVMFFINone : kTVMFFIBool;
+    out->v_int64 = obj == Py_True;
+    return 1;
+  }
+  return 0;
+}
+
+/* f(1, 2.0): every argument a scalar (pack_scalar); otherwise call_safe. */
+static PyObject* call_scalars(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call,
+                              PyObject* const* args, Py_ssize_t nargs, int release_gil) {
+  TVMFFIAny packed[STACK_ARGS];
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    if (!pack_scalar(args[i], &packed[i])) return call_safe(func, safe_call, args, nargs, release_gil);
+  }
+  TVMFFIAny result = {.type_index = kTVMFFINone};
+  if (invoke(func, safe_call, packed, (int32_t)nargs, &result, release_gil) != 0) {
+    return tvmffi_raise_ffi_error();
+  }
+  if (result.type_index == kTVMFFIInt) return PyLong_FromLongLong(result.v_int64);
+  return tvmffi_any_to_py_result(&result, NULL);
+}
+
 /* f(): nothing to pack, no temporaries, no framework; the most common
  * result, None, needs no conversion (call_safe's bookkeeping is ~40% of the
  * binding's own cost of such a call). */
@@ -226,8 +268,11 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   if (self->builtin_flags != 0) return builtin_call(self, args, nargs);
   /* Tail calls: this frame costs nothing on the common path. */
-  return nargs == 0 ? call_no_args(self->base.handle, self->safe_call, self->release_gil)
-                    : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  if (nargs == 0) return call_no_args(self->base.handle, self->safe_call, self->release_gil);
+  if (nargs <= STACK_ARGS) {
+    return call_scalars(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  }
+  return call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
 }
 
 /* Function objects are garbage-collected types (their __dict__ may hold a

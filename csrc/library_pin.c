@@ -15,11 +15,15 @@
  * leave it mapped. A library that registered nothing still unloads with its
  * last module. The loader is plain C with no Python in it, so it serves
  * threads without the GIL and calls after interpreter shutdown alike.
+ * tvmffi's own first dlopen of a library (library_probe.c, which runs its
+ * static initializers before the runtime's loader sees it) follows the same
+ * rule through tvmffi_pin_if_registered.
  */
 #include "core.h"
 
 #include <dlfcn.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char kLoaderName[] = "ffi.Module.load_from_file.so";
 
@@ -49,7 +53,7 @@ static int64_t call_for_int(TVMFFIObjectHandle fn, const TVMFFIAny* arg, int32_t
 }
 
 /* Global functions plus types registered so far (-1 if the runtime cannot say). */
-static int64_t registrations(void) {
+int64_t tvmffi_registrations(void) {
   TVMFFIObjectHandle names = global_func("ffi.FunctionListGlobalNamesFunctor");
   TVMFFIObjectHandle types = global_func("ffi.GetRegisteredTypeKeys");
   int64_t total = -1;
@@ -90,20 +94,35 @@ static int path_text(const TVMFFIAny* v, char* buf, size_t cap) {
   return 1;
 }
 
-/* Marks the already loaded library `path` RTLD_NODELETE (no-op if it is not loaded). */
-static void pin(const TVMFFIAny* path_arg) {
-  char path[4096];
-  if (!path_text(path_arg, path, sizeof path)) return;
+/* A library already mapped runs no static initializers when loaded again:
+ * nothing to count (the count costs ~10 us, this lookup ~1 us). */
+#define ALREADY_MAPPED (-2)
+
+int64_t tvmffi_registrations_before_load(const char* path) {
+  /* The loader opens the file even to find it mapped: never a FIFO or device. */
+  struct stat st;
+  if (strchr(path, '/') != NULL && (stat(path, &st) != 0 || !S_ISREG(st.st_mode))) return -1;
+  void* h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+  if (h == NULL) return tvmffi_registrations();
+  dlclose(h);
+  return ALREADY_MAPPED;
+}
+
+void tvmffi_pin_if_registered(const char* path, int64_t before) {
+  if (before == ALREADY_MAPPED) return;
+  /* Unknown counts pin too: keeping a library loaded is always safe. */
+  if (before >= 0 && tvmffi_registrations() == before) return;
   void* h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
   if (h != NULL) dlclose(h); /* drops our reference; NODELETE keeps the mapping */
 }
 
 /* The loader registered in front of the runtime's (self: the runtime's loader). */
 static int pinning_loader(void* self, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* result) {
-  int64_t before = registrations();
+  char path[4096];
+  int named = nargs >= 1 && path_text(&args[0], path, sizeof path);
+  int64_t before = named ? tvmffi_registrations_before_load(path) : -1;
   int rc = TVMFFIFunctionCall((TVMFFIObjectHandle)self, (TVMFFIAny*)args, nargs, result);
-  /* Unknown counts pin too: keeping a library loaded is always safe. */
-  if (rc == 0 && nargs >= 1 && (before < 0 || registrations() != before)) pin(&args[0]);
+  if (rc == 0 && named) tvmffi_pin_if_registered(path, before);
   return rc;
 }
 

@@ -55,47 +55,64 @@ int tvmffi_bytes_to_any(const char* data, Py_ssize_t size, TVMFFIAny* out, TempL
 }
 
 /* Ints beyond int64 travel as BigInt objects holding two's-complement 64-bit
- * words, least significant first. Rare, so the portable int.to_bytes path is
- * used instead of private CPython helpers. (Words are little-endian here; the
- * extension refuses to build for big-endian targets below.) */
+ * words, least significant first, copied straight out of and into CPython's
+ * int through its C API (PyLong_AsNativeBytes and PyLong_FromNativeBytes from
+ * 3.13, the _PyLong_*ByteArray helpers they replace before). Words are
+ * little-endian here; the extension refuses to build for big-endian targets. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tvmffi currently supports little-endian targets only"
 #endif
 
-/* Call `callable(*args, signed=True)`: both int.to_bytes and int.from_bytes
- * need two's complement. */
-static PyObject* call_signed(PyObject* callable, PyObject* args) {
-  PyObject* kw = Py_BuildValue("{s:O}", "signed", Py_True);
-  PyObject* res = (callable && args && kw) ? PyObject_Call(callable, args, kw) : NULL;
-  Py_XDECREF(kw);
-  Py_XDECREF(callable);
-  Py_XDECREF(args);
-  return res;
+/* Bytes of two's complement that hold `v`, sign bit included, rounded up to
+ * whole 64-bit words; -1 with an error set. */
+static Py_ssize_t bigint_word_bytes(PyObject* v) {
+#if PY_VERSION_HEX >= 0x030D0000
+  Py_ssize_t need = PyLong_AsNativeBytes(v, NULL, 0, Py_ASNATIVEBYTES_LITTLE_ENDIAN);
+  if (need < 0) return -1;
+#else
+  size_t bits = _PyLong_NumBits(v); /* of |v| */
+  if (bits == (size_t)-1 && PyErr_Occurred()) return -1;
+  Py_ssize_t need = (Py_ssize_t)(bits / 8 + 1); /* + the sign bit */
+#endif
+  return (need + 7) / 8 * 8;
 }
 
+/* Fill `buf` (`n` bytes, enough by bigint_word_bytes) with `v` in two's complement. */
+static int bigint_fill(PyObject* v, unsigned char* buf, Py_ssize_t n) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return PyLong_AsNativeBytes(v, buf, n, Py_ASNATIVEBYTES_LITTLE_ENDIAN) < 0 ? -1 : 0;
+#else
+  return _PyLong_AsByteArray((PyLongObject*)v, buf, (size_t)n, 1, 1);
+#endif
+}
+
+/* Room for ints of up to 1024 bits without a heap buffer. */
+#define BIGINT_STACK_BYTES 128
+
 int tvmffi_bigint_to_any(PyObject* v, TVMFFIAny* out, TempList* temps) {
-  PyObject* bits_obj = PyObject_CallMethod(v, "bit_length", NULL);
-  if (bits_obj == NULL) return -1;
-  Py_ssize_t bits = PyLong_AsSsize_t(bits_obj);
-  Py_DECREF(bits_obj);
-  if (bits < 0) return -1;
-  Py_ssize_t nbytes = ((bits + 1 + 63) / 64) * 8; /* +1 for the sign bit */
-  PyObject* raw = call_signed(PyObject_GetAttrString(v, "to_bytes"),
-                              Py_BuildValue("(ns)", nbytes, "little"));
-  if (raw == NULL) return -1;
-  TVMFFIByteArray ba = {PyBytes_AS_STRING(raw), (size_t)PyBytes_GET_SIZE(raw)};
-  out->type_index = kTVMFFINone;
-  out->zero_padding = 0;
-  out->v_int64 = 0;
-  int rc = TVMFFIBigIntFromByteArray(&ba, out);
-  Py_DECREF(raw);
-  if (rc != 0) {
-    PyObject* err = tvmffi_raise_ffi_error();
-    (void)err;
-    PyErr_Clear();
-    PyErr_Format(PyExc_OverflowError, "int of %zd bits is too large for the TVM FFI runtime", bits);
+  Py_ssize_t nbytes = bigint_word_bytes(v);
+  if (nbytes < 0) return -1;
+  unsigned char stack[BIGINT_STACK_BYTES];
+  unsigned char* buf = nbytes <= BIGINT_STACK_BYTES ? stack : PyMem_Malloc((size_t)nbytes);
+  if (buf == NULL) {
+    PyErr_NoMemory();
     return -1;
   }
+  int rc = bigint_fill(v, buf, nbytes);
+  if (rc == 0) {
+    TVMFFIByteArray ba = {(const char*)buf, (size_t)nbytes};
+    out->type_index = kTVMFFINone;
+    out->zero_padding = 0;
+    out->v_int64 = 0;
+    if (TVMFFIBigIntFromByteArray(&ba, out) != 0) {
+      tvmffi_discard_ffi_error();
+      PyErr_Format(PyExc_OverflowError, "int of %zd bytes is too large for the TVM FFI runtime",
+                   nbytes);
+      rc = -1;
+    }
+  }
+  if (buf != stack) PyMem_Free(buf);
+  if (rc != 0) return -1;
   if (out->type_index >= kTVMFFIStaticObjectBegin && temps_push(temps, out->v_obj) != 0) {
     TVMFFIObjectDecRef(out->v_obj);
     return -1;
@@ -105,10 +122,11 @@ int tvmffi_bigint_to_any(PyObject* v, TVMFFIAny* out, TempList* temps) {
 
 PyObject* tvmffi_bigint_to_py(const TVMFFIAny* v) {
   TVMFFIByteArray words = TVMFFIBigIntGetContentByteArray(v);
-  PyObject* raw = PyBytes_FromStringAndSize(words.data, (Py_ssize_t)words.size);
-  if (raw == NULL) return NULL;
-  return call_signed(PyObject_GetAttrString((PyObject*)&PyLong_Type, "from_bytes"),
-                     Py_BuildValue("(Ns)", raw, "little"));
+#if PY_VERSION_HEX >= 0x030D0000
+  return PyLong_FromNativeBytes(words.data, words.size, Py_ASNATIVEBYTES_LITTLE_ENDIAN);
+#else
+  return _PyLong_FromByteArray((const unsigned char*)words.data, words.size, 1, 1);
+#endif
 }
 
 PyObject* tvmffi_small_str_to_py(const TVMFFIAny* v) {
@@ -301,22 +319,31 @@ int tvmffi_is_bytes_class(PyTypeObject* tp) {
   return g_bytes_class != NULL && PyType_IsSubtype(tp, (PyTypeObject*)g_bytes_class);
 }
 
+/* The instance of the Bytes class (bytes.__new__ itself, not the class's
+ * Python __new__) with the object in its __dict__. */
+static PyObject* bytes_instance(PyObject* plain, PyObject* obj) {
+  static PyObject* key;
+  if (key == NULL && (key = PyUnicode_InternFromString("_tvm_ffi_cached_object")) == NULL) {
+    return NULL;
+  }
+  PyObject* args = PyTuple_Pack(1, plain);
+  if (args == NULL) return NULL;
+  PyObject* b = PyBytes_Type.tp_new((PyTypeObject*)g_bytes_class, args, NULL);
+  Py_DECREF(args);
+  if (b != NULL && PyObject_GenericSetAttr(b, key, obj) != 0) Py_CLEAR(b);
+  return b;
+}
+
 PyObject* tvmffi_bytes_from_owned(TVMFFIObjectHandle h) {
   PyObject* plain = tvmffi_bytearray_to_bytes((TVMFFIByteArray*)tvmffi_cell(h));
   if (plain == NULL || g_bytes_class == NULL) {
     TVMFFIObjectDecRef(h);
     return plain;
   }
-  PyObject* b = PyObject_CallOneArg(g_bytes_class, plain);
+  PyObject* obj = tvmffi_object_wrap_owned(h); /* takes h */
+  PyObject* b = obj == NULL ? NULL : bytes_instance(plain, obj);
+  Py_XDECREF(obj);
   Py_DECREF(plain);
-  PyObject* obj = b == NULL ? NULL : tvmffi_object_wrap_owned(h); /* takes h */
-  if (b == NULL) TVMFFIObjectDecRef(h);
-  if (obj == NULL || PyObject_SetAttrString(b, "_tvm_ffi_cached_object", obj) != 0) {
-    Py_XDECREF(obj);
-    Py_XDECREF(b);
-    return NULL;
-  }
-  Py_DECREF(obj);
   return b;
 }
 

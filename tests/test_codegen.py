@@ -633,6 +633,8 @@ def test_doc_and_metadata(mod: tvmffi.Module) -> None:
         "device": "cpu",
         "strides": None,
         "data_alignment": None,
+        "output": False,
+        "inout": False,
     }
     assert meta["vars"] == [{"name": "n", "dtype": "int64", "divisibility": None}]
     assert mod.get_function_signature("axpy") == "(DLTensor*, DLTensor*, float) -> None"

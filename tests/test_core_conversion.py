@@ -102,6 +102,13 @@ def test_int_beyond_int64_roundtrips_as_bigint(value):
     assert out == value
 
 
+@pytest.mark.parametrize("bits", [1023, 1024, 1025, 5000, 70000])
+def test_bigint_past_the_stack_buffer_roundtrips(bits):
+    # Ints of more than 1024 bits take a heap buffer on the way in.
+    for value in (1 << bits, -(1 << bits), (1 << bits) - 1, -(1 << bits) + 7):
+        assert roundtrip(value) == value
+
+
 def test_bigint_is_not_an_ffi_int():
     # Beyond int64 the value must not be squeezed into an Int (no silent wrap):
     # a function typed int64 refuses it.
@@ -224,6 +231,17 @@ def test_bytes(value):
     out = roundtrip(value)
     assert type(out) is returned_type(value)
     assert out == value
+
+
+def test_bytes_result_keeps_its_object_and_hashes_as_bytes():
+    # A heap Bytes result is built in C (bytes.__new__, not the class's
+    # __new__): same content, same hash as the plain bytes, its FFI object kept.
+    value = b"z" * 100
+    out = testing.echo(value)
+    assert out == value and hash(out) == hash(value) and {out: 1}[value] == 1
+    cached = out._tvm_ffi_cached_object
+    assert isinstance(cached, tvmffi.Object)
+    assert testing.echo(out) == value  # passed back by its object
 
 
 @pytest.mark.parametrize("value", BYTES, ids=lambda b: f"{len(b)}B")

@@ -302,7 +302,8 @@ def _convert_to_ffi_error(exc: BaseException) -> ErrorObject:
         return ffi_error
     keyerror = isinstance(exc, builtins.KeyError) and len(exc.args) == 1
     message = str(exc.args[0]) if keyerror else str(exc)
-    return ErrorObject(_kind_of(exc), message, py_backtrace)
+    made: ErrorObject = _core._error_new(_kind_of(exc), message, py_backtrace)
+    return made
 
 
 _core.set_error_hooks(_from_ffi, _to_ffi)

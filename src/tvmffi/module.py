@@ -18,7 +18,6 @@ module), so a cached entry never dangles.
 from __future__ import annotations
 
 import os
-import sys
 from enum import IntEnum
 from os import PathLike
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -330,54 +329,6 @@ def _function_names(symbols: list[str]) -> list[str]:
     return sorted(set(out))
 
 
-def _with_function_attributes(mod: Module, symbols: list[str] | None) -> Module:
-    """``mod``, loaded from a library exporting ``symbols``, with its functions resolved.
-
-    The result is a new wrapper of the same module, of a ``Module`` subclass
-    without the attribute hook, whose instance dict holds every exported
-    function: ``mod.name`` is then a plain instance-dict hit that CPython
-    specializes (on 3.11 any attribute hook prevents that, ~15 ns more per
-    access). A name the file does not export raises ``AttributeError`` at once;
-    ``mod[name]`` and :meth:`Module.get_function` still ask the runtime (a
-    function only a dependency of the library exports, say). Modules not loaded
-    from an ELF file, and modules whose type has a class of its own, keep the
-    hook.
-    """
-    if symbols is None or type(mod) is not Module:
-        return mod
-    get_function = _cached_global_func("ffi.ModuleGetFunction")
-    funcs: dict[str, Function] = {}
-    for name in _function_names(symbols):
-        func = get_function(mod, name, False)
-        if func is not None:
-            funcs[name] = func
-    taken = _class_names(_LibraryModule)
-    # Interned, as setattr would: the specialized load compares keys by identity.
-    attrs = {sys.intern(name): func for name, func in funcs.items() if name not in taken}
-    if not attrs:
-        return mod
-    lib = _core._rewrap(mod, _LibraryModule)
-    # A fresh dict (not one sharing keys with the class): CPython 3.11 specializes hits in it.
-    lib.__dict__ = {**attrs, _CACHE_KEY: funcs}
-    return lib
-
-
-def _class_names(cls: type) -> set[str]:
-    """Every name ``cls`` or a base defines: an instance attribute must not hide one."""
-    names: set[str] = set()
-    for klass in cls.__mro__:
-        names.update(vars(klass))
-    return names
-
-
-class _LibraryModule(Module):
-    """A module loaded from a library file: its exported functions are in its ``__dict__``."""
-
-
-_LibraryModule.__name__ = _LibraryModule.__qualname__ = "Module"
-_core._without_attribute_hook(_LibraryModule)
-
-
 def _require_ffi_symbols(file_name: str, symbols: list[str]) -> None:
     """Raise ``ValueError`` unless ``symbols`` (of ``file_name``) include a ``__tvm_ffi_`` one.
 
@@ -414,64 +365,57 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
     file_name = os.fspath(path)
     if not isinstance(file_name, str):
         raise TypeError("load_module expects a str path")
-    if os.sep not in file_name:
-        mod = _load_by_name(file_name)  # the loader's search path decides
-    else:
-        with _open_module_file(file_name) as source:
-            mod = _load_module(source.name, source)
+    if file_name in _PINNED:
+        # Mapped under this very name for good: the loader hands the runtime the
+        # mapping checked then, without opening the file again.
+        pinned = _load_with_runtime(file_name)
+        if keep_module_alive:
+            _cached_global_func("ffi.ModuleGlobalsAdd")(pinned)
+        return pinned
+    mod: Module | None = _load_probed(file_name)
+    if mod is None:  # the loader would not map it: the checks below name the cause
+        if os.sep not in file_name:
+            mod = _load_with_runtime(file_name)  # the runtime reports the search's failure
+        else:
+            with _open_module_file(file_name) as source:
+                mod = _load_module(source.name, source)
     if keep_module_alive:
         _cached_global_func("ffi.ModuleGlobalsAdd")(mod)
+        _PINNED.add(file_name)
     return mod
 
 
-def _load_by_name(name: str) -> Module:
-    """``load_module`` of a bare name: the dynamic loader's search path picks the file.
+_PINNED: set[str] = set()
+"""Paths ``load_module`` loaded into the runtime's globals: mapped until the process ends.
 
-    Where the loader can tell which file it picked (Linux: ``dlinfo``), that
-    file's embedded module tree is validated before the runtime reads it, as
-    for a path. The probe's handle is held until the runtime has loaded the
-    library, so the library's static initializers run once.
+The dynamic loader matches a later ``dlopen`` of the same string against the
+mapped library by name, so the file is not opened again: its checks (a regular
+file, a valid embedded module tree) still hold for what the runtime gets.
+"""
+
+
+def _load_probed(file_name: str) -> Module | None:
+    """``load_module`` once the dynamic loader has mapped ``file_name``; ``None`` if it would not.
+
+    The loader tells whether the library defines an embedded module tree (its
+    hash table answers at once, where the file's symbol table would have to be
+    read whole), and which file it picked for a bare name; only a library with
+    a tree has its file read, to validate the tree before the runtime reads it.
+    The probe's reference is held until the runtime has its own, so the
+    library's static initializers run once. Functions are resolved on first
+    use (``mod.name`` then stays in the instance dict).
     """
-    handle, picked = _dlopen_probe(name)
-    symbols = None
+    probe = _core._library_probe(file_name)
+    if probe is None:
+        return None
+    handle, picked, has_library_bin = probe
     try:
-        if picked is not None:
-            with _open_file(picked) as source:
-                symbols = _elf_dynamic_symbols(picked, source)
-                if symbols is not None and _LIBRARY_BIN_SYMBOL in symbols:
-                    _check_library_bin(picked, source)
-        return _with_function_attributes(_load_with_runtime(name), symbols)
+        if has_library_bin:
+            with _open_file(picked or file_name) as source:
+                _check_library_bin(source.name, source)
+        return _load_with_runtime(file_name)
     finally:
-        if handle is not None:
-            import _ctypes
-
-            _ctypes.dlclose(handle)
-
-
-def _dlopen_probe(name: str) -> tuple[int | None, str | None]:
-    """(dlopen handle, file the loader picked for ``name``); Nones where it cannot tell."""
-    if not sys.platform.startswith("linux"):
-        return None, None
-    import ctypes  # the load path only, never a call path
-
-    try:
-        handle: int = ctypes.CDLL(name, mode=os.RTLD_LAZY | os.RTLD_LOCAL)._handle
-    except OSError:  # not found here: the runtime reports it
-        return None, None
-
-    class _LinkMap(ctypes.Structure):
-        _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
-
-    link_map = ctypes.POINTER(_LinkMap)()
-    rtld_di_linkmap = 2
-    try:
-        dlinfo = ctypes.CDLL(None).dlinfo
-    except AttributeError:
-        return handle, None
-    if dlinfo(ctypes.c_void_p(handle), rtld_di_linkmap, ctypes.byref(link_map)) != 0:
-        return handle, None
-    picked = link_map.contents.l_name
-    return handle, os.fsdecode(picked) if picked else None
+        _core._library_release(handle)
 
 
 def _open_module_file(path: str | PathLike[str]) -> _elf.FileSource:
@@ -493,8 +437,7 @@ def _load_module(file_name: str, data: bytes | _elf.Source) -> Module:
         _check_library_bin(file_name, data)
     # The file checked is the file loaded: a bare name (`inspect libx.so`) would
     # send the dynamic loader down its search path instead.
-    mod = _load_with_runtime(file_name if os.sep in file_name else os.path.join(".", file_name))
-    return _with_function_attributes(mod, symbols)
+    return _load_with_runtime(file_name if os.sep in file_name else os.path.join(".", file_name))
 
 
 def _load_with_runtime(file_name: str) -> Module:

@@ -4,7 +4,8 @@ Describe a kernel's parameters with :class:`Tensor`, :class:`Scalar`,
 :class:`EnvStream` and symbolic :class:`Var` dimensions, collect them in a
 :class:`Signature`, and get C source (:func:`emit_c`), a loaded module
 (:func:`build`), one function from a C body (:func:`inline`), or an object file
-(:func:`export_object`). The generated wrapper checks every argument (count,
+(:func:`export_object`); :func:`signature_of` gives back the signature of a
+function it built. The generated wrapper checks every argument (count,
 type, ndim, dtype, device, shapes, divisibility, strides, alignment) and raises
 ``TypeError``/``ValueError`` with a message ending in
 ``when calling: `<signature>```. :mod:`tvmffi.codegen.library_bin` reads and
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from . import library_bin
 from ._emit import emit_c
-from ._library import CompileError, build, export_object, inline
+from ._library import CompileError, build, export_object, inline, signature_of
 from ._spec import EnvStream, Scalar, Signature, Tensor, Var
 
 __all__ = [
@@ -30,4 +31,5 @@ __all__ = [
     "export_object",
     "inline",
     "library_bin",
+    "signature_of",
 ]

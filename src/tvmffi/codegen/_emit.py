@@ -343,9 +343,11 @@ class _Emitter:
         self.bound: dict[str, str] = {}  # var name -> "`a`.shape[0]"
         # The C local of each Var: by position, never by the user's name.
         self.var_local = {v.name: f"var{i}" for i, v in enumerate(sig.vars)}
-        # The local holding the first Tensor argument, whose device the others share.
-        first = next((i for i, p in enumerate(sig.ffi_params) if isinstance(p, Tensor)), None)
+        # The local holding the first Tensor argument checked (the first input, as
+        # outputs are checked last), whose device the others share.
+        first = next((i for i in sig.check_order if isinstance(sig.ffi_params[i], Tensor)), None)
         self.first_tensor = None if first is None else f"t{first}"
+        self.first_spec = None if first is None else sig.ffi_params[first]
 
     def raise_(self, kind: str, fmt: str, *args: str) -> str:
         extra = "".join(", " + a for a in args)
@@ -396,7 +398,8 @@ class _Emitter:
 
     def device(self, v: str, t: Tensor) -> None:
         """Check the device of tensor local ``v``: its type, and the first tensor's id."""
-        first, t0, name = self.sig.tensors[0], self.first_tensor, t.name
+        first, t0, name = self.first_spec, self.first_tensor, t.name
+        assert isinstance(first, Tensor)
         if v != t0 and t.device == first.device:
             # Same expected type as the first tensor: one compare covers type and id.
             self.check(
@@ -555,6 +558,8 @@ def _param_meta(p: Tensor | Scalar | EnvStream) -> dict[str, Any]:
             if p.strides is None
             else [d if isinstance(d, int) else d.name for d in p.strides],
             "data_alignment": p.data_alignment,
+            "output": p.output,
+            "inout": p.inout,
         }
     if isinstance(p, Scalar):
         return {"name": p.name, "kind": "scalar", "dtype": p.dtype}
@@ -613,13 +618,13 @@ def emit_c(signature: Signature, kernel: str | None = None) -> str:
         f"num_args != {nargs}",
         em.raise_("TypeError", f"Expects {nargs} arguments but got %d", "(int)num_args"),
     )
-    call_args: list[str] = []
-    for index, p in enumerate(sig.ffi_params):
+    for index in sig.check_order:
+        p = sig.ffi_params[index]
         if isinstance(p, Tensor):
             em.tensor(index, p)
         else:
             em.scalar(index, p)
-        call_args.append(f"p{index}")
+    call_args = [f"p{index}" for index in range(nargs)]
     call_args += [em.var_local[v.name] for v in sig.vars]
     streams = [p for p in sig.params if isinstance(p, EnvStream)]
     if streams:

@@ -17,6 +17,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterable, Sequence
 from os import PathLike
 from typing import Union
@@ -28,7 +29,7 @@ from ..module import Module, load_module
 from ._emit import emit_c, kernel_prototype
 from ._spec import Signature, check_identifier
 
-__all__ = ["CompileError", "build", "export_object", "inline"]
+__all__ = ["CompileError", "build", "export_object", "inline", "signature_of"]
 
 SourceLike = Union[str, "PathLike[str]"]
 
@@ -199,9 +200,10 @@ def build(
     link cannot find is named.
     """
     check_identifier(name, "library name")
+    pairs = _normalize_functions(functions)
     job = _job(
         name,
-        functions,
+        pairs,
         sources,
         cpp_sources,
         cuda_sources,
@@ -214,7 +216,25 @@ def build(
     )
     _embed(job, embed)
     build_dir = os.path.join(_cache_root(output_dir), f"{name}-{job.key()[:20]}")
-    return load_module(_build.build(job, build_dir))
+    mod = load_module(_build.build(job, build_dir))
+    for sig, _ in pairs:
+        # The module caches its functions: `mod.name` / `mod["name"]` give these objects.
+        _BUILT[mod[sig.name]] = sig
+    return mod
+
+
+# Functions this process built, with the signature their wrapper checks (weak:
+# an entry goes with its function).
+_BUILT: weakref.WeakKeyDictionary[Function, Signature] = weakref.WeakKeyDictionary()
+
+
+def signature_of(fn: object) -> Signature | None:
+    """The :class:`Signature` whose checks ``fn`` runs, if :func:`build`/:func:`inline` made it.
+
+    ``None`` for any other function (and for the same library loaded another
+    way): its caller cannot count on the checks being made.
+    """
+    return _BUILT.get(fn) if isinstance(fn, Function) else None
 
 
 def export_object(

@@ -172,6 +172,14 @@ class Tensor:
     bytes (below 2**63) that the data pointer (with byte offset) must be a multiple of.
     ``device`` is a device type name (``"cpu"``, ``"cuda"``, ...); all tensors of a
     call must share one device id.
+
+    ``output=True`` marks a tensor the kernel writes and an operator built from
+    the signature (:func:`tvmffi.torch.register_op`, :func:`tvmffi.jax.register_op`)
+    allocates and returns instead of taking it: its shape must follow from
+    constants and Vars bound by the input tensors, and it lives on the device of
+    the first input (checked by :class:`Signature`). ``inout=True`` marks a tensor
+    the kernel reads and writes in place (a mutated argument of such an operator).
+    Neither changes the FFI function: its caller passes every tensor.
     """
 
     name: str
@@ -180,6 +188,8 @@ class Tensor:
     device: str = "cpu"
     strides: tuple[Dim, ...] | None = None
     data_alignment: int | None = None
+    output: bool = False
+    inout: bool = False
 
     def __init__(
         self,
@@ -190,6 +200,8 @@ class Tensor:
         device: str = "cpu",
         strides: Sequence[Dim] | None = None,
         data_alignment: int | None = None,
+        output: bool = False,
+        inout: bool = False,
     ):
         check_identifier(name, "Tensor name")
         dims = _check_dims(shape, f"Tensor {name!r} shape", allow_negative=False)
@@ -208,17 +220,28 @@ class Tensor:
                 f"Tensor {name!r} data_alignment must be a positive power of two below "
                 f"2**63, got {data_alignment!r}"
             )
+        if not isinstance(output, bool) or not isinstance(inout, bool):
+            raise ValueError(f"Tensor {name!r} output and inout must be bools")
+        if output and inout:
+            raise ValueError(f"Tensor {name!r} cannot be both output and inout")
+        if output and strides is not None:
+            raise ValueError(
+                f"Tensor {name!r} is an output, allocated compact: it takes no strides"
+            )
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "shape", dims)
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "device", device)
         object.__setattr__(self, "strides", None if strides is None else tuple(strides))
         object.__setattr__(self, "data_alignment", data_alignment)
+        object.__setattr__(self, "output", output)
+        object.__setattr__(self, "inout", inout)
 
     def __str__(self) -> str:
         dims = ", ".join(str(d) for d in self.shape)
         dev = "" if self.device == "cpu" else f", {self.device}"
-        return f"{self.name}: Tensor([{dims}], {self.dtype}{dev})"
+        role = ", output" if self.output else ", inout" if self.inout else ""
+        return f"{self.name}: Tensor([{dims}], {self.dtype}{dev}{role})"
 
 
 @dataclass(frozen=True)
@@ -293,6 +316,13 @@ class Signature:
         # The signature does not change after construction: filter its params once.
         self._tensors = tuple(p for p in self.params if isinstance(p, Tensor))
         self._ffi_params = tuple(p for p in self.params if isinstance(p, (Tensor, Scalar)))
+        self._inputs = tuple(t for t in self._tensors if not t.output)
+        self._outputs = tuple(t for t in self._tensors if t.output)
+        order = range(len(self._ffi_params))
+        is_out = [isinstance(p, Tensor) and p.output for p in self._ffi_params]
+        self._check_order = tuple(
+            [i for i in order if not is_out[i]] + [i for i in order if is_out[i]]
+        )
         vars_ = self._collect_vars()
         for v in vars_:
             if v.name in seen:
@@ -306,6 +336,7 @@ class Signature:
         if doc is not None and not isinstance(doc, str):
             raise ValueError(f"Signature {name!r} doc must be a str")
         self.vars = vars_
+        self._check_outputs()
         # Any str, lone surrogates and NULs included (emit_c escapes it); a str
         # subclass is taken as its plain text.
         self.doc = str(self) if doc is None else str.__str__(doc)
@@ -325,6 +356,50 @@ class Signature:
                         f"two different Vars ({prev!r} and {d!r})"
                     )
         return tuple(found.values())
+
+    def _check_outputs(self) -> None:
+        """Every output's shape must be computable from the inputs (see :class:`Tensor`)."""
+        inputs = self.inputs
+        bound = {
+            d.name for t in inputs for d in (*t.shape, *(t.strides or ())) if isinstance(d, Var)
+        }
+        for t in self.outputs:
+            if not inputs:
+                raise ValueError(
+                    f"Signature {self.name!r} output {t.name!r} needs an input tensor "
+                    "to take its device from"
+                )
+            if t.device != inputs[0].device:
+                raise ValueError(
+                    f"Signature {self.name!r} output {t.name!r} is on {t.device!r} but "
+                    f"outputs are allocated on the device of the first input "
+                    f"{inputs[0].name!r} ({inputs[0].device!r})"
+                )
+            for d in t.shape:
+                if isinstance(d, Var) and d.name not in bound:
+                    raise ValueError(
+                        f"Signature {self.name!r} output {t.name!r} has dimension "
+                        f"{d.name!r}, which no input tensor binds"
+                    )
+
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        """The Tensor parameters an operator takes (inout ones included), in order."""
+        return self._inputs
+
+    @property
+    def outputs(self) -> tuple[Tensor, ...]:
+        """The ``output=True`` Tensor parameters, in order."""
+        return self._outputs
+
+    @property
+    def check_order(self) -> tuple[int, ...]:
+        """FFI argument indices in the order the wrapper checks them: outputs last.
+
+        Inputs bind the Vars, so an output is checked against its inputs (and an
+        operator that allocated it correctly never sees an error about it).
+        """
+        return self._check_order
 
     @property
     def tensors(self) -> tuple[Tensor, ...]:

@@ -1,7 +1,7 @@
 """``python -m tvmffi.stub``: the same as the ``tvmffi-stubgen`` command."""
 
+import importlib
 import sys
 
-from .cli import __main__
-
-sys.exit(__main__())
+# Imported by name: `cli` is the official file that `tvmffi.stub` loads (no file of ours).
+sys.exit(importlib.import_module(f"{__package__}.cli").__main__())
