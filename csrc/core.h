@@ -24,6 +24,8 @@
  *   graph_guard.c  depth/cycle check before the runtime's recursive graph
  *               traversals (structural equal/hash/walk/map, JSON graph)
  *   teardown.c  freeing deep containers / py_class chains without deep recursion
+ *   library_pin.c  a library whose loading registered globals is never unloaded
+ *   stack.c     the C stack left to the calling thread (graph guard, callbacks)
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
@@ -294,6 +296,25 @@ int tvmffi_graph_check_object(PyObject* obj, int64_t limit, int skip_seq_ignored
 extern uint64_t tvmffi_graph_epoch;
 static inline void tvmffi_graph_mutated(void) { ++tvmffi_graph_epoch; }
 
+/* ---- stack.c: the calling thread's C stack ---------------------------------- */
+/* Bytes of this thread's stack left below the caller, less the reserve kept
+ * for the frames around a checked call (may be <= 0). */
+int64_t tvmffi_stack_usable(void);
+/* The lowest address a Python callback may start at on this thread (NULL until
+ * the thread's first callback asks tvmffi_callback_floor_init). */
+extern __attribute__((tls_model("initial-exec"))) _Thread_local const char* tvmffi_t_callback_floor;
+const char* tvmffi_callback_floor_init(void);
+int tvmffi_callback_stack_low_slow(const char* here);
+/* 1, with RecursionError set (GIL held), when a Python callback entered here
+ * would leave less than one more level of callback recursion on the stack. */
+static inline int tvmffi_callback_stack_low(void) {
+  char here;
+  const char* floor = tvmffi_t_callback_floor;
+  if (__builtin_expect(floor == NULL, 0)) floor = tvmffi_callback_floor_init();
+  return __builtin_expect((uintptr_t)&here < (uintptr_t)floor, 0) &&
+         tvmffi_callback_stack_low_slow(&here);
+}
+
 /* ---- graph_entry.c: native entry points that check and call in one step ------ */
 int tvmffi_graph_entry_init(PyObject* module);
 /* _init_handle(self, func, *args): self takes the object func(*args) returns. */
@@ -319,6 +340,9 @@ int tvmffi_function_doc_init(PyObject* module);
 /* A runtime builtin that adds to a List or Dict (ffi.ListAppend, ...): calls
  * bump tvmffi_graph_epoch. */
 #define BUILTIN_MUTATES_GRAPH 2
+/* A runtime builtin that trusts its input (ffi.FromJSONGraphString): its
+ * arguments pass through the vetting hook first (_set_builtin_vetting). */
+#define BUILTIN_VETS_ARGS 32
 /* A runtime builtin that drops List or Dict values (set, erase, clear): what
  * it drops is held across the call (teardown.c's tvmffi_hold_dropped), so a
  * deep value's last reference is released by us, iteratively. Which values,
@@ -492,6 +516,15 @@ int tvmffi_stream_adopt(int32_t device_type, int32_t device_id, void* stream, Te
 
 /* ---- library_probe.c: the dynamic loader asked before the runtime loads ------- */
 int tvmffi_library_probe_init(PyObject* module);
+/* ---- library_pin.c: libraries that registered globals stay loaded ------------ */
+int tvmffi_library_pin_init(void); /* 0, or -1 with an error */
+/* Global functions plus types registered (-1 if unknown); no Python, no GIL needed. */
+int64_t tvmffi_registrations(void);
+/* What tvmffi_pin_if_registered needs to know before `path` is loaded. */
+int64_t tvmffi_registrations_before_load(const char* path);
+/* Marks the loaded library `path` never to unload (RTLD_NODELETE) if loading
+ * it grew the registry from `before`. */
+void tvmffi_pin_if_registered(const char* path, int64_t before);
 
 /* Python may be finalizing when the runtime releases our last objects (static
  * destructors at exit); Python state must not be touched then. */

@@ -201,10 +201,42 @@ PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_
   return call_safe(func, safe_call, args, nargs, release_gil);
 }
 
+/* Builtins whose input the runtime trusts: their names (a frozenset) and the
+ * hook that vets their arguments, hook(function, args) -> the arguments to
+ * pass (a tuple), set by _set_builtin_vetting. */
+static PyObject* g_vetted_names;
+static PyObject* g_vet_hook;
+
+static PyObject* vetted_args(TVMFFIPyFunction* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (g_vet_hook == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "tvmffi: the builtin vetting hook is not set");
+    return NULL;
+  }
+  PyObject* given = PyTuple_New(nargs);
+  if (given == NULL) return NULL;
+  for (Py_ssize_t i = 0; i < nargs; ++i) PyTuple_SET_ITEM(given, i, Py_NewRef(args[i]));
+  PyObject* vetted = PyObject_CallFunctionObjArgs(g_vet_hook, (PyObject*)self, given, NULL);
+  Py_DECREF(given);
+  if (vetted != NULL && !PyTuple_Check(vetted)) {
+    Py_DECREF(vetted);
+    PyErr_SetString(PyExc_TypeError, "tvmffi: the builtin vetting hook must return a tuple");
+    return NULL;
+  }
+  return vetted;
+}
+
 /* A call of a runtime builtin with BUILTIN_* flags (function_vectorcall). */
 static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* const* args,
                                            Py_ssize_t nargs) {
   int builtin = self->builtin_flags;
+  if (builtin & BUILTIN_VETS_ARGS) {
+    PyObject* vetted = vetted_args(self, args, nargs);
+    if (vetted == NULL) return NULL;
+    PyObject* res = call_safe(self->base.handle, self->safe_call, &PyTuple_GET_ITEM(vetted, 0),
+                              PyTuple_GET_SIZE(vetted), self->release_gil);
+    Py_DECREF(vetted);
+    return res;
+  }
   if (builtin & BUILTIN_MUTATES_GRAPH) tvmffi_graph_mutated();
   PyObject* held = NULL;
   if (builtin & BUILTIN_HOLD_MASK) {
@@ -460,6 +492,30 @@ static int container_flags(const char* name) {
   return 0;
 }
 
+static int is_vetted(const char* name) {
+  if (g_vetted_names == NULL) return 0;
+  PyObject* key = PyUnicode_FromString(name);
+  int found = key != NULL ? PySet_Contains(g_vetted_names, key) : -1;
+  Py_XDECREF(key);
+  if (found < 0) PyErr_Clear(); /* not a name in the set */
+  return found > 0;
+}
+
+/* _set_builtin_vetting(hook, names): calls of the builtins `names` (from now on
+ * looked up) pass their arguments through hook(function, args) first. */
+static PyObject* py_set_builtin_vetting(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject *hook, *names;
+  if (!PyArg_ParseTuple(args, "OO!", &hook, &PyFrozenSet_Type, &names)) return NULL;
+  if (!PyCallable_Check(hook)) {
+    PyErr_SetString(PyExc_TypeError, "_set_builtin_vetting(hook: callable, names: frozenset)");
+    return NULL;
+  }
+  Py_XSETREF(g_vet_hook, Py_NewRef(hook));
+  Py_XSETREF(g_vetted_names, Py_NewRef(names));
+  Py_RETURN_NONE;
+}
+
 static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
   (void)self;
   const char* name;
@@ -472,7 +528,8 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
     if (f != NULL && is_runtime_builtin(name)) {
       ((TVMFFIPyFunction*)f)->release_gil = 0;
       ((TVMFFIPyFunction*)f)->builtin_flags =
-          (makes_functor(name) ? BUILTIN_FUNCTOR_KEEPS_GIL : 0) | container_flags(name);
+          (makes_functor(name) ? BUILTIN_FUNCTOR_KEEPS_GIL : 0) | container_flags(name) |
+          (is_vetted(name) ? BUILTIN_VETS_ARGS : 0);
     }
     return f;
   }
@@ -532,6 +589,9 @@ static PyMethodDef function_module_methods[] = {
     {"get_global_func", py_get_global_func, METH_VARARGS,
      "get_global_func(name, allow_missing=False): look up a registered global function."},
     {"to_function", py_to_function, METH_O, "Wrap a Python callable as an FFI Function."},
+    {"_set_builtin_vetting", py_set_builtin_vetting, METH_VARARGS,
+     "_set_builtin_vetting(hook, names): builtins `names` looked up from now on pass their "
+     "arguments through hook(function, args) -> args first."},
     {"register_global_func", py_register_global_func, METH_VARARGS,
      "register_global_func(name, func, override=False)"},
     {"set_release_gil_default", py_set_release_gil_default, METH_O,

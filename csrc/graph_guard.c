@@ -23,15 +23,10 @@
  */
 #include "core.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Stack kept free for the frames around the runtime's recursion (the call
- * path, Python callbacks the traversal invokes, error unwinding): this much,
- * or an eighth of a smaller thread's stack. */
-#define GUARD_RESERVE_BYTES (512 * 1024)
 #define IN_PROGRESS (-1)
 /* Values of up to this many object visits are walked as trees, without a
  * table (a DAG counts a shared node once per path to it; past the budget, or
@@ -488,41 +483,10 @@ done:
   return result;
 }
 
-/* ---- the calling thread's stack ------------------------------------------- */
-/* Bytes of stack left below this frame, and the stack's whole size; -1 if unknown. */
-/* Each thread's stack bounds, asked once: pthread_getattr_np reads
- * /proc/self/maps for the main thread (about a millisecond). */
-static _Thread_local char* t_stack_base;
-static _Thread_local int64_t t_stack_size = -2; /* -2: not asked yet, -1: unknown */
-
-static int64_t stack_left(int64_t* total) {
-  if (t_stack_size == -2) {
-    pthread_attr_t attr;
-    void* base = NULL;
-    size_t size = 0;
-    t_stack_size = -1;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-      if (pthread_attr_getstack(&attr, &base, &size) == 0 && base != NULL) {
-        t_stack_base = base;
-        t_stack_size = (int64_t)size;
-      }
-      pthread_attr_destroy(&attr);
-    }
-  }
-  *total = t_stack_size;
-  if (t_stack_size < 0) return -1;
-  char here;
-  return (int64_t)(&here - t_stack_base); /* the stack grows down towards base */
-}
-
 /* The most levels a traversal needing bytes_per_level may nest here. */
 int64_t tvmffi_graph_limit(long long bytes_per_level) {
-  int64_t total;
-  int64_t left = stack_left(&total);
-  if (left < 0) left = total = 8 * 1024 * 1024; /* unknown: assume the usual 8 MiB */
-  int64_t reserve = total / 8 < GUARD_RESERVE_BYTES ? total / 8 : GUARD_RESERVE_BYTES;
-  left -= reserve;
-  return left > 0 ? left / bytes_per_level : 0;
+  int64_t usable = tvmffi_stack_usable(); /* stack.c */
+  return usable > 0 ? usable / bytes_per_level : 0;
 }
 
 uint64_t tvmffi_graph_epoch;

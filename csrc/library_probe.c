@@ -70,11 +70,15 @@ static PyObject* library_probe(PyObject* self, PyObject* arg) {
   const char* path = PyBytes_AS_STRING(encoded);
   void* handle = NULL;
   int regular = 1;
+  /* Its static initializers run in the dlopen: what they register keeps it
+   * loaded (the registry is read with the GIL held, as its builtins are). */
+  int64_t before = tvmffi_registrations_before_load(path);
   Py_BEGIN_ALLOW_THREADS
   struct stat st;
   if (strchr(path, '/') != NULL) regular = stat(path, &st) == 0 && S_ISREG(st.st_mode);
   if (regular) handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
   Py_END_ALLOW_THREADS
+  if (handle != NULL) tvmffi_pin_if_registered(path, before);
   Py_DECREF(encoded);
   if (handle == NULL) Py_RETURN_NONE;
   const char* file = mapped_file(handle);

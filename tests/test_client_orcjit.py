@@ -89,3 +89,24 @@ def test_orcjit_python_api_objects_cross_into_tvmffi(axpy_object: str) -> None:
     y = np.zeros(2, dtype="float32")
     official_view["axpy"](y, np.ones(2, dtype="float32"), 3.0)
     assert y.tolist() == [3.0, 3.0]
+
+
+def test_orcjit_loaded_by_the_runtimes_own_loader_stays_loaded() -> None:
+    # issue 21, item 7: the module from get_global_func("ffi.ModuleLoadFromFile") is
+    # dropped; the library's globals must still be callable (they used to segfault).
+    import subprocess
+    import sys
+
+    code = (
+        "import gc, sys, tvmffi\n"
+        "mod = tvmffi.get_global_func('ffi.ModuleLoadFromFile')(sys.argv[1])\n"
+        "del mod\n"
+        "gc.collect()\n"
+        "session = tvmffi.get_global_func('tvm_ffi_orcjit.ExecutionSession')(None, 0)\n"
+        "print(session.type_key)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, orcjit_library()], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "tvm_ffi_orcjit.ExecutionSession"

@@ -439,6 +439,54 @@ def test_registration_only_library_stays_loaded(static_init_path: str, keep: boo
     assert proc.stdout.strip() == "42"
 
 
+_LOADS = {
+    # Every route to the runtime's ".so" loader (issue 21, item 7): tvmffi's wrapper of
+    # the runtime's own loader, and the official binding's load_module.
+    "ffi.ModuleLoadFromFile": "mod = tvmffi.get_global_func('ffi.ModuleLoadFromFile')(path)\n",
+    "tvm_ffi.load_module": "import tvm_ffi\nmod = tvm_ffi.load_module(path, False)\n",
+}
+
+
+@pytest.mark.parametrize("route", sorted(_LOADS))
+def test_library_that_registered_globals_stays_loaded_on_every_route(
+    static_init_path: str, route: str
+) -> None:
+    # The runtime's library object dlcloses its file when the last module goes; the
+    # globals it registered stay, and their next call used to jump into unmapped code.
+    code = (
+        "import gc, sys, tvmffi\n"
+        "path = sys.argv[1]\n" + _LOADS[route] + "assert mod.kind == 'library'\n"
+        "del mod\n"
+        "gc.collect()\n"
+        "print(tvmffi.get_global_func('static_init_fixture.add_two')(40))\n"
+    )
+    proc = _run_python(code, static_init_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "42"
+
+
+def test_plain_library_still_unloads_with_its_last_module(plain_path: str) -> None:
+    # Only libraries that registered something are pinned: a kernel library loaded
+    # through the runtime's loader goes with its module (dlopen RTLD_NOLOAD finds it no more).
+    code = (
+        "import ctypes, gc, os, sys, tvmffi\n"
+        "path = sys.argv[1]\n"
+        "mod = tvmffi.get_global_func('ffi.ModuleLoadFromFile')(path)\n"
+        "assert mod.get_function('add_int')(2, 3) == 5\n"
+        "libc = ctypes.CDLL(None)\n"
+        "libc.dlopen.restype = ctypes.c_void_p\n"
+        "noload = os.RTLD_LAZY | os.RTLD_NOLOAD\n"
+        "before = libc.dlopen(path.encode(), noload)\n"
+        "libc.dlclose(ctypes.c_void_p(before))\n"
+        "del mod\n"
+        "gc.collect()\n"
+        "print(bool(before), bool(libc.dlopen(path.encode(), noload)))\n"
+    )
+    proc = _run_python(code, plain_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "False"]
+
+
 def test_keep_module_alive_false_unloads_plain_library(plain_path: str) -> None:
     # A library whose loading registered nothing follows keep_module_alive=False:
     # its module goes with its last reference (and a new load works again). The

@@ -199,3 +199,168 @@ def test_any_small_graph_text_decodes_or_raises(root: int, nodes: list[Any]) -> 
     # Whatever the indices, types and data: a value or an exception, never a crash.
     with contextlib.suppress(ValueError, TypeError, RuntimeError, KeyError, IndexError):
         from_json_graph_str(_graph(root, nodes))
+
+
+# ---- untrusted documents: a grammar of JSON graph documents (issue 21, item 1) --------
+_GRAMMAR_TYPES = [
+    "None", "bool", "int", "float", "DataType", "Device", "ffi.String", "ffi.Bytes",
+    "ffi.Shape", "ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict", "ffi.BigInt",
+    "ffi.reflection.AccessStep", "ffi.reflection.AccessPath", "testing.TestIntPair",
+    "testing.TestObjectDerived", "ffi.Function", "ffi.Tensor", "ffi.Object", "void*",
+    "ffi.IntEnum", "no.such.type",
+]  # fmt: skip
+_JUNK = st.one_of(
+    st.none(), st.booleans(), st.floats(), st.text(max_size=3), st.just([]), st.just({})
+)
+
+
+def _field_names(type_key: str) -> list[str]:
+    with contextlib.suppress(Exception):
+        return [f.name for f in tvmffi.object.get_fields(type_key)]
+    return []
+
+
+@st.composite
+def _graph_documents(draw: Any) -> str:
+    """A JSON graph document.
+
+    Nodes of every kind with data of the right shape most of the time and, otherwise,
+    wrong JSON types, indices out of range or written as true/false, enum values out of
+    range (AccessStep.kind beyond 0..5), references that make cycles, and chains."""
+    count = draw(st.integers(1, 8))
+
+    def index() -> Any:
+        return draw(
+            st.one_of(
+                st.integers(0, count - 1), st.integers(0, count - 1), st.integers(-2, count + 2),
+                st.booleans(), _JUNK,
+            )
+        )  # fmt: skip
+
+    def data_for(key: str) -> Any:
+        if draw(st.integers(0, 9)) == 0:
+            return draw(_JUNK)  # the wrong JSON type altogether
+        if key in ("ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict"):
+            return [index() for _ in range(draw(st.integers(0, 4)))]
+        if key == "ffi.reflection.AccessStep":
+            return {"kind": draw(st.integers(-3, 9) | st.booleans()), "key": index()}
+        if key == "ffi.reflection.AccessPath":
+            return {"parent": index(), "step": index(), "depth": draw(st.integers(-2, 12))}
+        names = _field_names(key)
+        if names:
+            values = st.integers(-(2**65), 2**65) | st.booleans() | st.floats() | st.text()
+            return {n: index() if draw(st.booleans()) else draw(values) for n in names}
+        return draw(
+            st.one_of(
+                st.integers(-(2**65), 2**65), st.floats(), st.booleans(), st.text(max_size=6),
+                st.sampled_from(["float32", "int8x4", "QUJD", "QUJD=", "123", "-5", "e"]),
+                st.lists(st.integers(-(2**33), 2**33) | st.booleans(), max_size=3),
+            )
+        )  # fmt: skip
+
+    nodes: list[Any] = []
+    for _ in range(count):
+        shape = draw(st.integers(0, 19))
+        key = draw(st.sampled_from(_GRAMMAR_TYPES))
+        if shape == 0:
+            nodes.append(draw(_JUNK))  # not an object
+        elif shape == 1:
+            nodes.append({"type": draw(_JUNK), "data": data_for(key)})
+        elif shape == 2:
+            nodes.append({"type": key})  # no data
+        else:
+            nodes.append({"type": key, "data": data_for(key)})
+    root = draw(st.one_of(st.integers(0, count - 1), st.integers(-1, count), st.booleans()))
+    return json.dumps({"root_index": root, "nodes": nodes})
+
+
+def _decode_outcome(decode: Any, arg: Any) -> Any:
+    """ "ok" (the value prints and hashes) or the class of the clear error raised."""
+    try:
+        value = decode(arg)
+    except (TypeError, ValueError, RecursionError, RuntimeError) as err:
+        return next(c for c in (TypeError, ValueError, RecursionError) if isinstance(err, c))
+    repr(value)  # the runtime's printer reads every field (an out-of-range enum crashed it)
+    return "ok"
+
+
+@settings(max_examples=600, deadline=None)
+@given(_graph_documents())
+def test_untrusted_graph_documents_decode_or_raise_clearly(text: str) -> None:
+    # Whatever the document: a value that prints, or a TypeError / ValueError
+    # / RecursionError (RuntimeError only from the runtime, for a dynamic type it cannot
+    # create, which the next() above lets through as a failure); never a crash. Both
+    # routes for a text give the same answer; the parsed document (ffi.FromJSONGraph,
+    # which cannot hold integers past int64) decodes or raises clearly too.
+    text_routes = (from_json_graph_str, tvmffi.get_global_func("ffi.FromJSONGraphString"))
+    outcomes = {_decode_outcome(decode, text) for decode in text_routes}
+    assert len(outcomes) == 1, outcomes
+    _decode_outcome(tvmffi.get_global_func("ffi.FromJSONGraph"), json.loads(text))
+
+
+_INT = {"type": "int", "data": 1}
+_STEP = "ffi.reflection.AccessStep"
+_NAMED_FAULTS = [
+    ([_INT, {"type": "ffi.Array", "data": [True]}], 1, TypeError, "true"),
+    ([_INT, {"type": "ffi.List", "data": [False]}], 1, TypeError, "false"),
+    ([_INT, {"type": "ffi.Map", "data": [0, True]}], 1, TypeError, "true"),
+    ([_INT], True, TypeError, "root_index"),
+    ([{"type": _STEP, "data": {"kind": 6, "key": 1}}, _INT], 0, ValueError, "'kind' = 6"),
+    ([{"type": _STEP, "data": {"kind": -1, "key": 1}}, _INT], 0, ValueError, "'kind' = -1"),
+    ([{"type": "testing.TestIntPair", "data": {"a": True, "b": 2}}], 0, TypeError, "'a'"),
+    ([{"type": "testing.TestIntPair", "data": {"a": 2**64, "b": 2}}], 0, ValueError, "'a'"),
+    ([{"type": "Device", "data": [1, 2**40]}], 0, ValueError, "out of range"),
+    ([{"type": "ffi.Bytes", "data": "QUJD="}], 0, ValueError, "base64"),
+    ([{"type": "ffi.Tensor", "data": {}}], 0, ValueError, "cannot be read"),
+    ([{"type": "int", "data": "1"}], 0, TypeError, "must be an integer"),
+    ([{"type": 3, "data": 1}], 0, TypeError, '"type" must be a string'),
+    ([[1]], 0, TypeError, "node 0 must be an object"),
+    ([{"type": "ffi.String"}], 0, TypeError, 'missing "data"'),
+]
+
+
+@pytest.mark.parametrize(("nodes", "root", "error", "match"), _NAMED_FAULTS)
+def test_untrusted_graph_fields_are_named(
+    nodes: list[Any], root: Any, error: Any, match: str
+) -> None:
+    text = json.dumps({"root_index": root, "nodes": nodes})
+    with pytest.raises(error, match=match):
+        from_json_graph_str(text)
+
+
+def test_every_route_to_the_decoder_is_checked() -> None:
+    # A self-containing node written as `true` (the runtime reads it as index 1).
+    text = _graph(1, [{"type": "int", "data": 1}, {"type": "ffi.Array", "data": [True]}])
+
+    class Text:
+        def __tvm_ffi_value__(self) -> str:
+            return text
+
+    import tvmffi._ffi_api as ffi_api
+
+    decoders = [from_json_graph_str, tvmffi.get_global_func("ffi.FromJSONGraphString")]
+    decoders.append(ffi_api.FromJSONGraphString)
+    for decode in decoders:
+        for arg in (text, Text(), tvmffi.convert(text)):
+            with pytest.raises(TypeError, match="must be a node index"):
+                decode(arg)
+    with pytest.raises(TypeError, match="must be a node index"):
+        tvmffi.get_global_func("ffi.FromJSONGraph")(json.loads(text))
+    # The runtime reads the document as checked: with duplicate keys, the last one.
+    first = '"nodes": [{"type": "ffi.Array", "data": [0]}]'
+    dup = '{"root_index": 0, ' + first + ', "nodes": [{"type": "int", "data": 7}]}'
+    assert from_json_graph_str(dup) == 7
+
+
+def test_deeply_nested_json_text_raises_recursion_error_on_every_route() -> None:
+    import sys
+
+    deep = "[" * 200000 + "]" * 200000
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10**6)  # CPython's own JSON parser no longer stops it
+    try:
+        for decode in (from_json_graph_str, tvmffi.get_global_func("ffi.json.Parse")):
+            with pytest.raises(RecursionError, match="nested too deeply"):
+                decode(deep)
+    finally:
+        sys.setrecursionlimit(limit)

@@ -15,6 +15,7 @@ Every exception coming from the FFI carries the runtime's error object as
 from __future__ import annotations
 
 import builtins
+import contextlib
 import traceback
 from types import TracebackType
 from typing import Any, TypeVar
@@ -236,15 +237,35 @@ def _kind_of(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def _format_backtrace(tb: TracebackType | None) -> str:
+# On an exception: (the traceback entry formatted last, its text), so that an exception
+# crossing the FFI at every level of a deep callback chain formats each frame once. (An
+# attribute, not a weak-key table: the traceback's frames refer to the exception.)
+_FORMATTED_TB = "_tvmffi_formatted_tb"
+
+
+def _format_backtrace(tb: TracebackType | None, exc: BaseException | None = None) -> str:
     # Same line format the runtime and the official binding use, most recent
     # call first, so either binding can rebuild a Python traceback from it.
-    if tb is None:  # an exception never raised (an argument): no frames to read
-        return ""
-    frames = traceback.extract_tb(tb)
-    return "".join(
+    # Frames a propagating exception gains come first in its traceback chain:
+    # only those are formatted, before the text of the chain formatted last.
+    seen = getattr(exc, _FORMATTED_TB, None) if exc is not None else None
+    new: list[TracebackType] = []
+    rest = ""
+    while tb is not None:
+        if seen is not None and tb is seen[0]:
+            rest = seen[1]
+            break
+        new.append(tb)
+        tb = tb.tb_next
+    walk = ((t.tb_frame, t.tb_lineno) for t in new)
+    frames = traceback.StackSummary.extract(walk, lookup_lines=False)
+    text = rest + "".join(
         f'  File "{f.filename}", line {f.lineno}, in {f.name}\n' for f in reversed(frames)
     )
+    if exc is not None and new:
+        with contextlib.suppress(AttributeError, TypeError):  # one that takes no attributes
+            setattr(exc, _FORMATTED_TB, (new[0], text))
+    return text
 
 
 def _to_ffi(exc: BaseException, native: str = "") -> tuple[str, str, str]:
@@ -256,7 +277,7 @@ def _to_ffi(exc: BaseException, native: str = "") -> tuple[str, str, str]:
     Recomputing it from those parts at every crossing keeps each frame once.
     """
     ffi_error = getattr(exc, "__tvm_ffi_error__", None)
-    backtrace = _format_backtrace(exc.__traceback__) + native
+    backtrace = _format_backtrace(exc.__traceback__, exc) + native
     if isinstance(ffi_error, ErrorObject):
         kind, message, current = _core._error_fields(ffi_error)
         backtrace = getattr(exc, _BASE_BACKTRACE, current) + backtrace
@@ -275,7 +296,7 @@ def _convert_to_ffi_error(exc: BaseException) -> ErrorObject:
     (updated); any other a new error of the exception's kind and message.
     """
     ffi_error = getattr(exc, "__tvm_ffi_error__", None)
-    py_backtrace = _format_backtrace(exc.__traceback__)
+    py_backtrace = _format_backtrace(exc.__traceback__, exc)
     if isinstance(ffi_error, ErrorObject):
         ffi_error.update_backtrace(ffi_error.backtrace + py_backtrace)
         return ffi_error

@@ -452,8 +452,10 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
     :mod:`tvmffi.cpp` and :mod:`tvmffi.codegen` produce), one that only registers
     global functions and types from its static initializers, and files of other
     formats whose loader (``ffi.Module.load_from_file.<ext>``) is registered. A
-    library's exported functions are resolved at load, so ``mod.name`` is a plain
-    attribute read.
+    library's exported functions are resolved on first use and then cached, so
+    ``mod.name`` is a plain attribute read. A library whose loading registered
+    global functions or types stays loaded however it was loaded (their code must
+    outlive any module reference; see docs/reliability.md).
 
     Parameters
     ----------
@@ -502,7 +504,6 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
         if keep_module_alive:
             _cached_global_func("ffi.ModuleGlobalsAdd")(pinned)
         return pinned
-    registered = None if keep_module_alive else _registration_count()
     mod: Module | None = _load_probed(file_name)
     if mod is None:  # the loader would not map it: the checks below name the cause
         if os.sep not in file_name:
@@ -510,7 +511,7 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
         else:
             with _open_module_file(file_name) as source:
                 mod = _load_module(source.name, source)
-    if keep_module_alive or registered != _registration_count():
+    if keep_module_alive:
         _cached_global_func("ffi.ModuleGlobalsAdd")(mod)
         _PINNED.add(file_name)
     return mod
@@ -547,12 +548,6 @@ def _load_probed(file_name: str) -> Module | None:
         return _load_with_runtime(file_name)
     finally:
         _core._library_release(handle)
-
-
-def _registration_count() -> tuple[int, int]:
-    """How many global functions and types the runtime has registered."""
-    global_names = _cached_global_func("ffi.FunctionListGlobalNamesFunctor")()
-    return global_names(-1), len(_cached_global_func("ffi.GetRegisteredTypeKeys")())
 
 
 def _open_module_file(path: str | PathLike[str]) -> _elf.FileSource:

@@ -756,10 +756,10 @@ def _setstate_hook(obj: Object, state: Any) -> None:
     """``__setstate__``: rebuild the handle from the JSON graph of ``_reduce_hook``."""
     handle = state.get("handle") if isinstance(state, dict) else None
     if handle is not None:
-        from .serialization import _check_graph_text  # it imports this module
+        from ._graph_doc import checked_text  # it imports this module
 
-        if isinstance(handle, str):
-            _check_graph_text(handle)  # the runtime's decoder trusts the text's indices
+        # The runtime's decoder trusts the document: the text is checked first.
+        handle = checked_text(handle)
         _core._init_handle(obj, _cached_global_func("ffi.FromJSONGraphString"), handle)
 
 

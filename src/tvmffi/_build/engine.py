@@ -38,7 +38,7 @@ from pathlib import Path
 from .. import _lib
 from ..utils.lockfile import FileLock
 from . import toolchain
-from .errors import CompileError, command_text, undefined_symbols, undefined_symbols_hint
+from .errors import CompileError, command_text, failure_message, undefined_symbols
 
 __all__ = ["Job", "Unit", "build", "stats"]
 
@@ -236,14 +236,9 @@ def _run_parallel(commands: list[tuple[list[str], str]], note: str, job: Job) ->
 def _failure(what: str, path: str, cmd: list[str], proc: subprocess.CompletedProcess[str],
              note: str, objects: Sequence[str] = ()) -> CompileError:
     output = proc.stdout or ""
-    parts = [f"{what} {path} failed (exit {proc.returncode}):", f"$ {command_text(cmd)}",
-             output.strip()]
     names = undefined_symbols(output) if what == "linking" else ()
-    if names:
-        parts.append(undefined_symbols_hint(names, list(objects)))
-    if note:
-        parts.append(note)
-    return CompileError("\n".join(p for p in parts if p), path, output, cmd, names)
+    message = failure_message(what, path, proc.returncode, cmd, output, names, objects, note)
+    return CompileError(message, path, output, cmd, names)
 
 
 def _link(job: Job, objects: list[str], tmp_out: str, out: str, note: str) -> None:

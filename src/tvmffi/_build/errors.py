@@ -1,7 +1,9 @@
 """Build failures a user can act on: the compiler's own words, the command, the file.
 
-A link that leaves symbols undefined is reported with the symbols' names and
-what usually causes each (see :func:`undefined_symbols_hint`).
+Every message leads with its cause (:func:`failure_message`): the symbols a link
+left undefined, with what usually causes each (see :func:`undefined_symbols_hint`),
+or the tool's first ``error:`` line; the step, the command and the tool's full
+output follow.
 """
 
 from __future__ import annotations
@@ -9,12 +11,17 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+from collections.abc import Sequence
 
 __all__ = ["CompileError"]
 
 # GNU ld: "undefined reference to `foo'"; lld: "undefined symbol: foo".
 _UNDEFINED = re.compile(r"undefined reference to [`'\u2018]([^'`\u2019]+)['\u2019]"
                         r"|undefined symbol: (\S+)")
+# gcc/clang "f.c:3:5: error: ...", "fatal error:", nvcc "f.cu(3): error: ...", ld's "ld: ...".
+_ERROR_LINE = re.compile(r"\berror\b\s*:|^\S*\bld(?:\.\w+)?: ", re.IGNORECASE | re.MULTILINE)
+# The linker driver's summary says only that the linker failed: never the cause.
+_SUMMARY_LINE = re.compile(r"^(?:collect2|clang(?:\+\+)?|\S*gcc|\S*g\+\+): error: (?:ld|linker)")
 
 
 class CompileError(RuntimeError):
@@ -81,6 +88,29 @@ def undefined_symbols_hint(names: tuple[str, ...], objects: list[str]) -> str:
                          "spelling, that its definition is compiled, and that its library is "
                          "linked (extra_ldflags, e.g. -lfoo)")
     return "\n".join(lines)
+
+
+def first_error_line(output: str) -> str:
+    """The tool's first line saying what went wrong (its first ``error:`` or linker line,
+    else its first line); empty for no output."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        if _ERROR_LINE.search(line) and not _SUMMARY_LINE.match(line):
+            return line
+    return lines[0] if lines else ""
+
+
+def failure_message(what: str, path: str, returncode: int, command: list[str], output: str,
+                    names: tuple[str, ...] = (), objects: Sequence[str] = (),
+                    note: str = "") -> str:
+    """The text of a failed build step's :class:`CompileError`, cause first: the undefined
+    symbols and their likely fixes (a link), or the tool's first error line; then the step,
+    the command, the tool's full output and ``note``."""
+    step = f"{what} {path}".strip() + f" failed (exit {returncode})"
+    cause = (undefined_symbols_hint(names, list(objects)) if names
+             else first_error_line(output) or step)
+    parts = [cause, f"{step}:", f"$ {command_text(command)}", output.strip(), note]
+    return "\n".join(p for p in parts if p)
 
 
 def command_text(cmd: list[str]) -> str:

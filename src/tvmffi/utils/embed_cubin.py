@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .._build.errors import failure_message
+
 __all__ = ["embed_cubin", "main"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -31,11 +33,9 @@ def _run(cmd: list[str], step: str, verbose: bool) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if verbose and (proc.stdout or proc.stderr):
         print((proc.stdout + proc.stderr).rstrip())
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"{step} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n"
-            f"{(proc.stdout + proc.stderr).strip()}"
-        )
+    if proc.returncode != 0:  # the cause first, then the command and the full output
+        output = proc.stdout + proc.stderr
+        raise RuntimeError(failure_message(step, "", proc.returncode, cmd, output))
 
 
 def _asm_source(cubin: Path, name: str) -> str:
