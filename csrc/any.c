@@ -139,10 +139,13 @@ static int construct(const char* ctor, TVMFFIObjectHandle* cache, PyObject* cons
 }
 
 /* Elements may be containers in turn: nesting depth is bounded like any
- * Python recursion (a self-containing list raises RecursionError). */
+ * Python recursion (a self-containing list raises RecursionError), and by the
+ * C stack left, for threads whose stack is smaller than the recursion limit
+ * assumes. */
 static int build_container(const char* ctor, TVMFFIObjectHandle* cache, PyObject* const* items,
                            Py_ssize_t n, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
                            int64_t* height) {
+  if (tvmffi_stack_low("while converting a nested container")) return -1;
   if (Py_EnterRecursiveCall(" while converting a nested container") != 0) return -1;
   int rc = construct(ctor, cache, items, n, out, temps, argpos, height);
   Py_LeaveRecursiveCall();

@@ -31,7 +31,9 @@ static int g_free_count;
 static int invoke(PyObject* callable, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* result) {
   /* Python -> FFI -> Python recursion passes here once per level: it ends in a
    * RecursionError while the stack still has room (stack.c), not in a crash. */
-  if (tvmffi_callback_stack_low()) return tvmffi_set_ffi_error_from_py();
+  if (tvmffi_stack_low("in a Python callback called from FFI code")) {
+    return tvmffi_set_ffi_error_from_py();
+  }
   PyObject* stack[STACK_ARGS];
   PyObject** pyargs = stack;
   if (nargs > STACK_ARGS) {

@@ -304,15 +304,18 @@ int64_t tvmffi_stack_usable(void);
  * the thread's first callback asks tvmffi_callback_floor_init). */
 extern __attribute__((tls_model("initial-exec"))) _Thread_local const char* tvmffi_t_callback_floor;
 const char* tvmffi_callback_floor_init(void);
-int tvmffi_callback_stack_low_slow(const char* here);
-/* 1, with RecursionError set (GIL held), when a Python callback entered here
- * would leave less than one more level of callback recursion on the stack. */
-static inline int tvmffi_callback_stack_low(void) {
+int tvmffi_callback_stack_low_slow(const char* here, const char* what);
+/* 1, with RecursionError set (GIL held) naming `what`, when recursion that
+ * passes here (a Python callback entered from FFI code, a nested container
+ * converted) would leave less than one more level of callback recursion on
+ * the stack: the same floor for both, so neither overflows a small thread
+ * stack before Python's recursion limit is reached. */
+static inline int tvmffi_stack_low(const char* what) {
   char here;
   const char* floor = tvmffi_t_callback_floor;
   if (__builtin_expect(floor == NULL, 0)) floor = tvmffi_callback_floor_init();
   return __builtin_expect((uintptr_t)&here < (uintptr_t)floor, 0) &&
-         tvmffi_callback_stack_low_slow(&here);
+         tvmffi_callback_stack_low_slow(&here, what);
 }
 
 /* ---- graph_entry.c: native entry points that check and call in one step ------ */

@@ -74,14 +74,13 @@ const char* tvmffi_callback_floor_init(void) {
   return tvmffi_t_callback_floor;
 }
 
-int tvmffi_callback_stack_low_slow(const char* here) {
+int tvmffi_callback_stack_low_slow(const char* here, const char* what) {
   /* Below the floor of this thread's stack, or on another stack altogether (a
    * coroutine library's own stack below it): only the first is low. */
   if (here < t_stack_base) return 0;
   PyErr_Format(PyExc_RecursionError,
-               "maximum recursion depth exceeded: a Python callback called from FFI code with "
-               "%lld bytes of this thread's C stack left (of %lld); each level of "
-               "Python -> FFI -> Python recursion takes C stack",
-               (long long)(here - t_stack_base), (long long)t_stack_size);
+               "maximum recursion depth exceeded %s: %lld bytes of this thread's C stack "
+               "left (of %lld); each level of recursion takes C stack",
+               what, (long long)(here - t_stack_base), (long long)t_stack_size);
   return 1;
 }

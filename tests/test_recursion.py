@@ -109,3 +109,33 @@ def test_backtrace_formatting_of_a_propagating_exception_is_incremental() -> Non
         grown = _format_backtrace(err.__traceback__, err)
         assert grown == _format_backtrace(err.__traceback__)
         assert grown.count("in inner") == 1 and grown.count("in reraise") == 1
+
+
+NESTED = """
+import sys, threading
+import tvmffi
+sys.setrecursionlimit(1_000_000)
+def run():
+    value = []
+    for _ in range(100_000):
+        value = [value]
+    try:
+        tvmffi.convert(value)
+        print("no error")
+    except RecursionError as err:
+        assert "nested container" in str(err) and "C stack" in str(err), err
+        print("RecursionError", len(tvmffi.convert([[1], [2]])))
+threading.stack_size(int(sys.argv[1]))
+t = threading.Thread(target=run)
+t.start()
+t.join()
+"""
+
+
+@pytest.mark.parametrize("stack", [512 * 1024, 4 * 1024 * 1024])
+def test_deep_nested_container_on_a_small_stack_raises_recursion_error(stack: int) -> None:
+    # Converting a nested list recurses in C once per level: with the recursion limit
+    # raised, the thread's stack (not the limit) ran out first and the process died.
+    proc = _run(NESTED, str(stack))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "RecursionError 2"
