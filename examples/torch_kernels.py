@@ -52,6 +52,8 @@ lib = tvmffi.cpp.load_inline(
     "example_torch_kernels",
     cpp_sources=SOURCE,
     functions={"axpy": "out = alpha * x + y (float32, 1-d)", "total": "Sum of a float32 vector."},
+    # Export each function's type schema and doc: signatures and help() come from them.
+    extra_cflags=["-DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
 )
 
 x = torch.arange(5, dtype=torch.float32)

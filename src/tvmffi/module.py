@@ -255,7 +255,8 @@ class Module(Object):
         >>> import tvmffi.cpp
         >>> mod = tvmffi.cpp.load_inline(
         ...     "doc_function_doc", cpp_sources="int64_t inc(int64_t x) { return x + 1; }",
-        ...     functions={"inc": "Add one."})
+        ...     functions={"inc": "Add one."},
+        ...     extra_cflags=["-DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"])
         >>> mod.get_function_doc("inc")
         'Add one.'
         """
@@ -296,7 +297,8 @@ class Module(Object):
         >>> import tvmffi.cpp
         >>> mod = tvmffi.cpp.load_inline(
         ...     "doc_function_meta", cpp_sources="int64_t inc(int64_t x) { return x + 1; }",
-        ...     functions=["inc"])
+        ...     functions=["inc"],
+        ...     extra_cflags=["-DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"])
         >>> sorted(mod.get_function_metadata("inc"))
         ['type_schema']
         >>> mod.get_function_signature("inc")
