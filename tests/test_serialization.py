@@ -209,6 +209,23 @@ _GRAMMAR_TYPES = [
     "testing.TestObjectDerived", "ffi.Function", "ffi.Tensor", "ffi.Object", "void*",
     "ffi.IntEnum", "no.such.type",
 ]  # fmt: skip
+
+
+def _validated_types() -> list[str]:
+    """The grammar's types whose nodes the validator checks: a client library loaded in
+    this process (TVM's runtime teaches the runtime to read ffi.Tensor and ffi.Module)
+    makes a static type read its own data, which only its reader can check."""
+    from tvmffi import _core
+
+    def client_reads(key: str) -> bool:
+        index = _core._type_key_to_index(key)
+        return index is not None and index < 79 and (
+            _core._lookup_type_attr(index, "__data_from_json__") is not None
+        )  # fmt: skip
+
+    return [key for key in _GRAMMAR_TYPES if not client_reads(key)]
+
+
 _JUNK = st.one_of(
     st.none(), st.booleans(), st.floats(), st.text(max_size=3), st.just([]), st.just({})
 )
@@ -261,7 +278,7 @@ def _graph_documents(draw: Any) -> str:
     nodes: list[Any] = []
     for _ in range(count):
         shape = draw(st.integers(0, 19))
-        key = draw(st.sampled_from(_GRAMMAR_TYPES))
+        key = draw(st.sampled_from(_validated_types()))
         if shape == 0:
             nodes.append(draw(_JUNK))  # not an object
         elif shape == 1:
@@ -311,7 +328,7 @@ _NAMED_FAULTS = [
     ([{"type": "testing.TestIntPair", "data": {"a": 2**64, "b": 2}}], 0, ValueError, "'a'"),
     ([{"type": "Device", "data": [1, 2**40]}], 0, ValueError, "out of range"),
     ([{"type": "ffi.Bytes", "data": "QUJD="}], 0, ValueError, "base64"),
-    ([{"type": "ffi.Tensor", "data": {}}], 0, ValueError, "cannot be read"),
+    ([{"type": "ffi.Function", "data": {}}], 0, ValueError, "cannot be read"),
     ([{"type": "int", "data": "1"}], 0, TypeError, "must be an integer"),
     ([{"type": 3, "data": 1}], 0, TypeError, '"type" must be a string'),
     ([[1]], 0, TypeError, "node 0 must be an object"),

@@ -269,14 +269,16 @@ def _rule_for(type_key: str) -> Rule:
     index = _core._type_key_to_index(type_key)
     if index is None:
         raise ValueError(f"{_PREFIX}unknown type key {type_key!r}")
+    if _core._lookup_type_attr(index, "__data_from_json__") is not None:
+        # The type reads its own data (a JSON value the text check bounds); static
+        # types too: a client such as TVM teaches the runtime to read ffi.Module.
+        return _no_data
     if index < _STATIC_END:
         raise ValueError(f"{_PREFIX}type {type_key!r} cannot be read from a JSON graph")
     if _is_subtype(index, "ffi.IntEnum"):
         return _enum_rule(True)
     if _is_subtype(index, "ffi.Enum"):
         return _enum_rule(False)
-    if _core._lookup_type_attr(index, "__data_from_json__") is not None:
-        return _no_data  # the type reads its own data (a JSON value the text check bounds)
     return _field_rule(type_key, index)
 
 

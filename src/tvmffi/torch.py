@@ -10,6 +10,7 @@ this module is, never by ``import tvmffi``.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -135,7 +136,11 @@ class _Plan:
 
     def fake(self, *args: Any) -> Any:
         """The fake (meta) implementation: checks, then empty outputs of the right shapes."""
-        shapes = self.check(args)
+        try:
+            shapes = self.check(args)
+        except ValueError as err:
+            _break_graph_on(err)
+            raise
         if not shapes:
             return None
         first = args[self.first_index]  # outputs imply an input (Signature checks)
@@ -205,6 +210,35 @@ class _Plan:
             "        raise",
         ]
         return guard + lines
+
+
+def _break_graph_on(err: ValueError) -> None:
+    """While dynamo traces, turn a failed check into a graph break caused by ``err``.
+
+    Dynamo reports any other exception of a fake implementation as a
+    TorchRuntimeError that only quotes it. A graph break is what it does for a
+    Python ``raise`` in traced code: without ``fullgraph`` the call runs eagerly
+    and raises ``err`` itself; with ``fullgraph=True`` dynamo raises its
+    ``Unsupported`` error with ``err`` as ``__cause__``. Outside dynamo (FakeTensorMode,
+    non-strict ``torch.export``, opcheck) ``err`` propagates unchanged.
+    """
+    convert = sys.modules.get("torch._dynamo.symbolic_convert")
+    if convert is None or getattr(convert.tls, "current_tx", None) is None:
+        return
+    try:
+        from torch._dynamo.exc import unimplemented
+    except ImportError:  # a torch without dynamo's graph-break API: err as is
+        return
+    try:
+        unimplemented(
+            gb_type="tvmffi operator: the signature's check failed",
+            context="",
+            explanation=str(err),
+            hints=["The same call raises this ValueError when run eagerly."],
+            from_exc=err,
+        )
+    except TypeError:  # another torch's graph-break signature: err as is
+        return
 
 
 def _tuple(items: str) -> str:
