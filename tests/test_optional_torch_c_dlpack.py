@@ -76,26 +76,57 @@ print(_core._tensor_route(torch.Tensor)[0], "torch_c_dlpack_ext" in sys.modules)
 """
 
 
-def _run_old_torch(pythonpath: str | None = None) -> list[str]:
+def _run_old_torch(pythonpath: str | None = None, **env_vars: str) -> list[str]:
     import os
     import subprocess
     import sys
 
     pytest.importorskip("torch")
-    env = dict(os.environ)
+    env = dict(os.environ, **env_vars)
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
-        [sys.executable, "-c", OLD_TORCH], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-W", "always", "-c", OLD_TORCH],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout.split()
+    return proc.stdout.split() + (["warned"] if "RuntimeWarning" in proc.stderr else [])
 
 
-def test_torch_without_the_api_and_no_addon_build_keeps_the_python_protocol() -> None:
-    # The installed torch-c-dlpack-ext has no build for this torch (its import fails):
-    # tensors still cross, through torch's __dlpack__.
-    assert _run_old_torch() == ["protocol", "False"]
+def test_torch_without_the_api_and_the_switch_off_keeps_the_python_protocol() -> None:
+    # TVM_FFI_DISABLE_TORCH_C_DLPACK (the official switch): no addon is looked for or
+    # built; tensors still cross, through torch's __dlpack__.
+    assert _run_old_torch(TVM_FFI_DISABLE_TORCH_C_DLPACK="1") == ["protocol", "False"]
+
+
+def test_torch_without_the_api_builds_the_addon_once_into_the_cache(tmp_path: object) -> None:
+    # No addon package build for this torch: the addon is compiled against the installed
+    # torch by the official build script, into the cache under the official name, and
+    # supplies the API; a second process loads the cached build instead of compiling.
+    import pathlib
+
+    cache = pathlib.Path(str(tmp_path))
+    assert _run_old_torch(TVM_FFI_CACHE_DIR=str(cache)) == ["exchange", "False"]
+    (built,) = cache.glob("libtorch_c_dlpack_addon_torch*-cpu-*.so")
+    stamp = built.stat().st_mtime_ns
+    assert _run_old_torch(TVM_FFI_CACHE_DIR=str(cache)) == ["exchange", "False"]
+    assert built.stat().st_mtime_ns == stamp
+
+
+def test_torch_without_the_api_and_a_failed_build_warns_and_keeps_the_protocol(
+    tmp_path: object,
+) -> None:
+    # The cache directory cannot be made (a file is in the way): the build fails, a
+    # RuntimeWarning says so, and tensors take torch's __dlpack__.
+    import pathlib
+
+    blocker = pathlib.Path(str(tmp_path)) / "not-a-dir"
+    blocker.write_text("")
+    got = _run_old_torch(TVM_FFI_CACHE_DIR=str(blocker / "cache"))
+    assert got == ["protocol", "False", "warned"]
 
 
 def test_torch_without_the_api_gets_it_from_the_addon_package(tmp_path: object) -> None:

@@ -106,19 +106,21 @@ static int same_dlpack_as_ndarray(PyTypeObject* tp) {
   return same;
 }
 
-/* torch < 2.10 has no DLPack C exchange API of its own; the torch-c-dlpack-ext
- * package adds one to torch.Tensor when imported (and does nothing on a torch
- * that has it). Tried once, when a torch tensor without the API is first
- * met; a failed import leaves torch on the Python protocol. An API that
- * appears later (the package or tvm_ffi imported afterwards) is still found:
- * setting the attribute changes the type's version tag, so its entry is
- * decided again. */
+/* torch < 2.10 has no DLPack C exchange API of its own. As the official
+ * binding does, tvmffi gets one from the torch-c-dlpack-ext package or else
+ * from an addon built once into the tvm-ffi cache: importing
+ * tvmffi._optional_torch_c_dlpack takes that step (and honours
+ * TVM_FFI_DISABLE_TORCH_C_DLPACK). Tried once, when a torch tensor without
+ * the API is first met; a failure leaves torch on the Python protocol. An API
+ * that appears later (the package or tvm_ffi imported afterwards) is still
+ * found: setting the attribute changes the type's version tag, so its entry
+ * is decided again. */
 static void load_torch_exchange_api(void) {
   static int tried;
   if (tried) return;
   tried = 1;
-  PyObject* mod = PyImport_ImportModule("torch_c_dlpack_ext");
-  if (mod == NULL) PyErr_Clear(); /* not installed, or no build for this torch */
+  PyObject* mod = PyImport_ImportModule("tvmffi._optional_torch_c_dlpack");
+  if (mod == NULL) PyErr_Clear(); /* it warns of a failed build itself */
   Py_XDECREF(mod);
 }
 
