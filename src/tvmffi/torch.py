@@ -225,20 +225,23 @@ def _break_graph_on(err: ValueError) -> None:
     convert = sys.modules.get("torch._dynamo.symbolic_convert")
     if convert is None or getattr(convert.tls, "current_tx", None) is None:
         return
-    try:
-        from torch._dynamo.exc import unimplemented
-    except ImportError:  # a torch without dynamo's graph-break API: err as is
+    exc = sys.modules.get("torch._dynamo.exc")
+    # torch 2.7-2.9 name the structured graph break unimplemented_v2; later ones
+    # unimplemented; before 2.7 unimplemented took a message only.
+    structured = getattr(exc, "unimplemented_v2", None) or getattr(exc, "unimplemented", None)
+    if structured is None:
         return
+    explanation = str(err)
     try:
-        unimplemented(
+        structured(
             gb_type="tvmffi operator: the signature's check failed",
             context="",
-            explanation=str(err),
+            explanation=explanation,
             hints=["The same call raises this ValueError when run eagerly."],
             from_exc=err,
         )
-    except TypeError:  # another torch's graph-break signature: err as is
-        return
+    except TypeError:  # the message-only form
+        structured(explanation, from_exc=err)
 
 
 def _tuple(items: str) -> str:
