@@ -57,15 +57,16 @@ int exchange_api_is_torchs(const DLPackExchangeAPI* api) {
 
 /* ---- torch's lazy conjugate and negative bits ---------------------------------- */
 /* Asked of torch from C where its own functions can be found: libtorch_cpu
- * exports at::_ops::is_conj::call and at::_ops::is_neg::call, the functions
- * behind Tensor.is_conj() / is_neg(), which take a `const at::Tensor&`: the
+ * exports at::native::is_conj / is_neg (and the dispatcher's entries to them,
+ * at::_ops::is_conj::call / is_neg::call), the functions behind
+ * Tensor.is_conj() / is_neg(), which take a `const at::Tensor&`: the
  * address of the at::Tensor (one TensorImpl pointer) that a torch.Tensor
  * object holds right after its header (THPVariable's cdata, a MaybeOwned
  * whose payload is that pointer after a flag word, or the plain at::Tensor).
  * Which of the two, and that the functions answer as the Python methods do,
  * is confirmed once on probe tensors; otherwise, and for subclasses (whose
  * __torch_dispatch__ could raise a C++ exception through our C frames), the
- * Python methods are called (~830 instructions a question instead of ~90). */
+ * Python methods are called (~830 instructions a question instead of a few). */
 typedef bool (*TorchBitFn)(const void* tensor);
 static struct {
   int state; /* 0: not tried yet, 1: usable, -1: use the Python methods */
@@ -129,8 +130,15 @@ static void torch_c_find(void) {
   g_torch_c.state = -1;
   void* lib = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
   if (lib == NULL) return;
-  g_torch_c.is_conj = (TorchBitFn)(uintptr_t)dlsym(lib, "_ZN2at4_ops7is_conj4callERKNS_6TensorE");
-  g_torch_c.is_neg = (TorchBitFn)(uintptr_t)dlsym(lib, "_ZN2at4_ops6is_neg4callERKNS_6TensorE");
+  /* at::native::is_conj / is_neg read the TensorImpl's key set (a few
+   * instructions); at::_ops::*::call reach the same through the dispatcher
+   * (~300 instructions), the fallback where the native symbols are absent. */
+  g_torch_c.is_conj = (TorchBitFn)(uintptr_t)dlsym(lib, "_ZN2at6native7is_conjERKNS_6TensorE");
+  g_torch_c.is_neg = (TorchBitFn)(uintptr_t)dlsym(lib, "_ZN2at6native6is_negERKNS_6TensorE");
+  if (g_torch_c.is_conj == NULL || g_torch_c.is_neg == NULL) {
+    g_torch_c.is_conj = (TorchBitFn)(uintptr_t)dlsym(lib, "_ZN2at4_ops7is_conj4callERKNS_6TensorE");
+    g_torch_c.is_neg = (TorchBitFn)(uintptr_t)dlsym(lib, "_ZN2at4_ops6is_neg4callERKNS_6TensorE");
+  }
   dlclose(lib); /* still loaded: torch holds it */
   if (g_torch_c.is_conj == NULL || g_torch_c.is_neg == NULL) return;
   static const Py_ssize_t offsets[] = {sizeof(PyObject) + sizeof(void*), sizeof(PyObject)};
