@@ -73,7 +73,20 @@ if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
     sys.tvmffi_test_api = torch.Tensor.__dlpack_c_exchange_api__
     del torch.Tensor.__dlpack_c_exchange_api__
 t = torch.arange(4.0)
-assert torch.equal(torch.from_dlpack(tvmffi.get_global_func("testing.echo")(t)), t)
+echo = tvmffi.get_global_func("testing.echo")
+assert torch.equal(torch.from_dlpack(echo(t)), t)
+# Whatever the route: a tensor that requires grad crosses (torch's Python __dlpack__
+# refuses it; its C-level export, which the protocol route uses for torch, does not),
+# and a lazy conjugate is refused.
+w = torch.ones(3, requires_grad=True)
+back = echo(w)
+back = back if isinstance(back, torch.Tensor) else torch.from_dlpack(back)
+assert back.tolist() == [1.0, 1.0, 1.0]
+try:
+    echo(torch.zeros(2, dtype=torch.complex64).conj())
+    raise AssertionError("a lazy conjugate crossed")
+except ValueError:
+    pass
 print(_core._tensor_route(torch.Tensor)[0], sys.modules.get("torch_c_dlpack_ext") is not None)
 """
 # As if torch-c-dlpack-ext were not installed (an installed one may have a build for an
