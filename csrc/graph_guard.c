@@ -157,13 +157,11 @@ static int grow(void** buf, void* inline_buf, size_t* cap, size_t need, size_t e
 }
 
 /* Records an object child (other values have no children to recurse into). */
+static int add_object_child(Walk* w, TVMFFIObject* child);
+
 static int add_child(Walk* w, const TVMFFIAny* v) {
   if (v->type_index < kTVMFFIStaticObjectBegin || v->v_obj == NULL) return 0;
-  if (grow((void**)&w->kids, w->kids_inline, &w->kids_cap, w->nkids + 1, sizeof(TVMFFIObject*))) {
-    return -1;
-  }
-  w->kids[w->nkids++] = v->v_obj;
-  return 0;
+  return add_object_child(w, v->v_obj);
 }
 
 static int add_seq_children(Walk* w, TVMFFIObject* obj) {
@@ -356,22 +354,112 @@ static int add_map_children(Walk* w, TVMFFIObject* obj, int is_dict) {
   return add_map_children_by_functor(w, obj, is_dict);
 }
 
-/* Object-valued reflected fields of one type's own field list. */
-static int add_field_children(Walk* w, TVMFFIObject* obj, const TVMFFITypeInfo* info) {
+/* ---- reflected fields: a plan per type ---------------------------------------
+ * The fields that may hold an object (all but POD fields), inherited ones
+ * first, as a list per type index, built on first use. Each is read through
+ * its getter (an indirect call, a reference taken and dropped) until one read
+ * shows where the field keeps its object: when the word at the field's offset
+ * is the very object the getter returned, the field is an object reference
+ * (ObjectRef, Optional<ObjectRef>, Array<T>: one pointer, NULL for None), and
+ * later visits read that word in place. A field kept another way (Any, String,
+ * a std::vector the getter turns into a new Array) never matches and keeps
+ * its getter. The C++ layout of a field is the same in every object of a
+ * type, so one match decides it. */
+enum { FIELD_UNKNOWN, FIELD_POINTER, FIELD_GETTER };
+
+typedef struct {
+  TVMFFIFieldGetter getter;
+  int64_t offset;
+  int ignored; /* SEqHashIgnore: left out when the walk skips those */
+  int how;     /* FIELD_* */
+} FieldPlan;
+
+typedef struct {
+  int32_t built_fields; /* fields of the type and its ancestors when built; -1: no plan */
+  int32_t n;
+  FieldPlan* fields;
+} TypePlan;
+
+static TypePlan* g_plans;
+static int32_t g_plans_cap;
+
+static int32_t field_count(const TVMFFITypeInfo* info) {
+  int32_t n = info->num_fields;
+  for (int32_t d = 0; d < info->type_depth; ++d) n += info->type_ancestors[d]->num_fields;
+  return n;
+}
+
+static void plan_add_fields(TypePlan* plan, const TVMFFITypeInfo* info) {
   for (int32_t i = 0; i < info->num_fields; ++i) {
     const TVMFFIFieldInfo* f = &info->fields[i];
     int32_t st = f->field_static_type_index;
-    if (st >= 0 && st < kTVMFFIStaticObjectBegin) continue; /* a POD field */
-    if (w->skip_seq_ignored && (f->flags & kTVMFFIFieldFlagBitMaskSEqHashIgnore)) continue;
-    if (f->getter == NULL) continue;
-    TVMFFIAny v = {.type_index = kTVMFFINone};
-    if (f->getter((char*)obj + f->offset, &v) != 0) {
-      tvmffi_raise_ffi_error();
+    if ((st >= 0 && st < kTVMFFIStaticObjectBegin) || f->getter == NULL) continue; /* POD */
+    plan->fields[plan->n++] = (FieldPlan){f->getter, f->offset,
+                                          (f->flags & kTVMFFIFieldFlagBitMaskSEqHashIgnore) != 0,
+                                          f->offset % (int64_t)sizeof(void*) == 0 ? FIELD_UNKNOWN
+                                                                                 : FIELD_GETTER};
+  }
+}
+
+/* The plan of type `ti` (info its type info), (re)built when its field count moved. */
+static TypePlan* type_plan(int32_t ti, const TVMFFITypeInfo* info) {
+  if (ti >= g_plans_cap) {
+    int32_t cap = g_plans_cap ? g_plans_cap : 256;
+    while (cap <= ti) cap *= 2;
+    TypePlan* grown = PyMem_Realloc(g_plans, (size_t)cap * sizeof(TypePlan));
+    if (grown == NULL) return (TypePlan*)PyErr_NoMemory();
+    for (int32_t i = g_plans_cap; i < cap; ++i) grown[i] = (TypePlan){-1, 0, NULL};
+    g_plans = grown;
+    g_plans_cap = cap;
+  }
+  TypePlan* plan = &g_plans[ti];
+  int32_t count = field_count(info);
+  if (plan->built_fields == count) return plan;
+  FieldPlan* fields = PyMem_Malloc((size_t)(count > 0 ? count : 1) * sizeof(FieldPlan));
+  if (fields == NULL) return (TypePlan*)PyErr_NoMemory();
+  PyMem_Free(plan->fields);
+  *plan = (TypePlan){count, 0, fields};
+  for (int32_t d = 0; d < info->type_depth; ++d) plan_add_fields(plan, info->type_ancestors[d]);
+  plan_add_fields(plan, info);
+  return plan;
+}
+
+static int add_object_child(Walk* w, TVMFFIObject* child) {
+  if (grow((void**)&w->kids, w->kids_inline, &w->kids_cap, w->nkids + 1, sizeof(TVMFFIObject*))) {
+    return -1;
+  }
+  w->kids[w->nkids++] = child;
+  return 0;
+}
+
+/* One field's object, through its getter; learns the field's layout. */
+static int add_field_by_getter(Walk* w, TVMFFIObject* obj, FieldPlan* f) {
+  TVMFFIAny v = {.type_index = kTVMFFINone};
+  void* field = (char*)obj + f->offset;
+  if (f->getter(field, &v) != 0) {
+    tvmffi_raise_ffi_error();
+    return -1;
+  }
+  if (f->how == FIELD_UNKNOWN && v.type_index >= kTVMFFIStaticObjectBegin && v.v_obj != NULL) {
+    f->how = *(TVMFFIObject* const*)field == v.v_obj ? FIELD_POINTER : FIELD_GETTER;
+  }
+  int rc = add_child(w, &v); /* the field keeps it alive: a borrowed pointer */
+  tvmffi_any_release(&v);
+  return rc;
+}
+
+static int add_field_children(Walk* w, TVMFFIObject* obj, const TVMFFITypeInfo* info) {
+  TypePlan* plan = type_plan(obj->type_index, info);
+  if (plan == NULL) return -1;
+  for (int32_t i = 0; i < plan->n; ++i) {
+    FieldPlan* f = &plan->fields[i];
+    if (w->skip_seq_ignored && f->ignored) continue;
+    if (f->how == FIELD_POINTER) {
+      TVMFFIObject* child = *(TVMFFIObject* const*)((const char*)obj + f->offset);
+      if (child != NULL && add_object_child(w, child) != 0) return -1;
+    } else if (add_field_by_getter(w, obj, f) != 0) {
       return -1;
     }
-    int rc = add_child(w, &v); /* the field keeps it alive: a borrowed pointer */
-    tvmffi_any_release(&v);
-    if (rc != 0) return -1;
   }
   return 0;
 }
@@ -381,11 +469,7 @@ static int add_children(Walk* w, TVMFFIObject* obj) {
   if (ti == kTVMFFIArray || ti == kTVMFFIList) return add_seq_children(w, obj);
   if (ti == kTVMFFIMap || ti == kTVMFFIDict) return add_map_children(w, obj, ti == kTVMFFIDict);
   const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(ti);
-  if (info == NULL) return 0;
-  for (int32_t d = 0; d < info->type_depth; ++d) {
-    if (add_field_children(w, obj, info->type_ancestors[d]) != 0) return -1;
-  }
-  return add_field_children(w, obj, info);
+  return info == NULL ? 0 : add_field_children(w, obj, info);
 }
 
 static int push(Walk* w, Table* t, TVMFFIObject* obj) {

@@ -424,6 +424,29 @@ _TRAVERSALS: list[tuple[str, Callable[[Any], Any]]] = [
 ]
 
 
+def _derived(v_array: Array) -> Any:
+    return tvmffi.testing.create_object(
+        "testing.TestObjectDerived", v_i64=1, v_f64=0.0, v_str="", v_map=Map({}), v_array=v_array
+    )
+
+
+def test_fields_read_in_place_still_find_cycles_and_depth() -> None:
+    # The guard learns from a first read through a field's getter that the field keeps
+    # an object pointer (v_array, v_map) and reads later objects' fields in place; a
+    # cycle or a depth made through such a field afterwards is found all the same.
+    to_json = tvmffi.serialization.to_json_graph_str  # walks every field, guarded
+    assert '"testing.TestObjectDerived"' in to_json(_derived(Array([1])))
+    obj = _derived(Array([]))
+    assert to_json(obj) == to_json(_derived(Array([])))
+    obj.v_array = Array([Array([obj])])
+    with pytest.raises(ValueError, match="Cycle detected: a testing.TestObjectDerived"):
+        to_json(obj)
+    deep = _derived(Array([]))
+    for _ in range(3000):  # deeper than a 512 KiB stack has room for
+        deep = _derived(Array([deep]))
+    assert isinstance(_run_in_small_stack_thread(lambda: to_json(deep)), RecursionError)
+
+
 @pytest.mark.parametrize("make", [_cyclic_list, _cyclic_dict, _cyclic_object])
 @pytest.mark.parametrize(("name", "op"), _TRAVERSALS, ids=[n for n, _ in _TRAVERSALS])
 def test_cycles_raise_value_error(name: str, op: Callable[[Any], Any], make: Any) -> None:
