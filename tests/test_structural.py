@@ -439,7 +439,7 @@ def test_fields_read_in_place_still_find_cycles_and_depth() -> None:
     obj = _derived(Array([]))
     assert to_json(obj) == to_json(_derived(Array([])))
     obj.v_array = Array([Array([obj])])
-    with pytest.raises(ValueError, match="Cycle detected: a testing.TestObjectDerived"):
+    with pytest.raises(ValueError, match=r"Cycle detected: a testing\.TestObjectDerived"):
         to_json(obj)
     deep = _derived(Array([]))
     for _ in range(3000):  # deeper than a 512 KiB stack has room for
