@@ -156,11 +156,30 @@ static int build_container(const char* ctor, TVMFFIObjectHandle* cache, PyObject
  * the whole process). */
 static TVMFFIObjectHandle g_array_ctor, g_map_ctor;
 
+/* Items whose conversion runs no Python code and allocates no Python object
+ * (so no garbage collection, no finalizer): None, bool, exact int, float,
+ * str and bytes. */
+static int items_run_no_python(PyObject* const* items, Py_ssize_t n) {
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyTypeObject* tp = Py_TYPE(items[i]);
+    if (tp != &PyLong_Type && tp != &PyFloat_Type && tp != &PyUnicode_Type &&
+        tp != &PyBool_Type && items[i] != Py_None && tp != &PyBytes_Type) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
 /* Converting an element may run Python code (__index__, protocols) that
  * mutates the container, so elements are converted from a snapshot holding
- * its own references. */
+ * its own references, unless none of them can run any. */
 static int seq_to_array(PyObject* seq, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
                         int64_t* height) {
+  if (PyList_CheckExact(seq) &&
+      items_run_no_python(&PyList_GET_ITEM(seq, 0), PyList_GET_SIZE(seq))) {
+    return build_container("ffi.Array", &g_array_ctor, &PyList_GET_ITEM(seq, 0),
+                           PyList_GET_SIZE(seq), out, temps, argpos, height);
+  }
   PyObject* snapshot = PySequence_Tuple(seq);
   if (snapshot == NULL) return -1;
   int rc = build_container("ffi.Array", &g_array_ctor, &PyTuple_GET_ITEM(snapshot, 0),
