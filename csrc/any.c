@@ -188,9 +188,30 @@ static int seq_to_array(PyObject* seq, TVMFFIAny* out, TempList* temps, Py_ssize
   return rc;
 }
 
+/* A dict of plain keys and values (items_run_no_python): its entries as
+ * borrowed pointers in `items` (room for 2 * size), converted with no
+ * snapshot. 1 when built (rc in *rc), 0 when the dict needs the snapshot. */
+static int plain_dict_to_map(PyObject* dict, PyObject** items, TVMFFIAny* out, TempList* temps,
+                             Py_ssize_t argpos, int64_t* height, int* rc) {
+  Py_ssize_t pos = 0, i = 0;
+  PyObject *k, *v;
+  while (PyDict_Next(dict, &pos, &k, &v)) {
+    items[i++] = k;
+    items[i++] = v;
+    if (!items_run_no_python(&items[i - 2], 2)) return 0;
+  }
+  *rc = build_container("ffi.Map", &g_map_ctor, items, i, out, temps, argpos, height);
+  return 1;
+}
+
 static int dict_to_map(PyObject* dict, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
                        int64_t* height) {
   Py_ssize_t n = PyDict_Size(dict), pos = 0, i = 0;
+  if (n <= 16) { /* the common small dict: no allocation at all when plain */
+    PyObject* items[32];
+    int rc;
+    if (plain_dict_to_map(dict, items, out, temps, argpos, height, &rc)) return rc;
+  }
   PyObject* snapshot = PyTuple_New(2 * n);
   if (snapshot == NULL) return -1;
   PyObject *k, *v;

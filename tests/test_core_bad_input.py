@@ -206,6 +206,16 @@ def test_dict_mutated_during_conversion_is_memory_safe():
     )
 
 
+def test_small_dict_mutated_during_conversion_is_memory_safe():
+    # A small dict of plain entries converts without a snapshot; one that is not all
+    # plain (the Evil value last, after plain entries were seen) takes the snapshot.
+    _assert_echo_survives(
+        "d = {'key %d' % i: 'heap string value number %d' % i for i in range(5)}\n"
+        "d['last'] = Evil(d)\n",
+        "d",
+    )
+
+
 def test_index_item_in_list_converts_without_mutation():
     class Idx:
         def __index__(self):
