@@ -424,6 +424,9 @@ static int dlpack_pair_protocol_to_any(PyObject* obj, int is_dtype, TVMFFIAny* o
 /* An exception argument travels as the FFI error object (ffi.Error) that
  * tvmffi.error._convert_to_ffi_error makes of it. */
 static int exception_to_any(PyObject* exc, TVMFFIAny* out, TempList* temps) {
+  TVMFFIObjectHandle fresh;
+  int made = tvmffi_fresh_exception_error(exc, &fresh);
+  if (made != 0) return made < 0 ? -1 : own_into_temps(fresh, out, temps);
   static PyObject* hook;
   if (hook == NULL) {
     PyObject* mod = PyImport_ImportModule("tvmffi.error");

@@ -89,6 +89,62 @@ static PyObject* py_error_new(PyObject* self, PyObject* const* args, Py_ssize_t 
   return tvmffi_object_wrap_owned(h); /* takes h */
 }
 
+/* ---- a Python exception passed as an argument, on the fast path ---------------
+ * An exception that was never raised (no traceback) and carries no FFI error
+ * of its own becomes an error of its class's kind and its message, with an
+ * empty backtrace: what tvmffi.error._convert_to_ffi_error makes of it, without
+ * a Python frame. The kind comes from that module's per-class table
+ * (_CLASS_FACTS: class -> (kind, is a KeyError)), which the Python path fills
+ * for classes with no __tvm_ffi_error__ of their own; a class not in it yet
+ * takes the Python path. */
+static PyObject* g_class_facts; /* the dict itself: cleared in place, never rebound */
+static PyObject* g_str_ffi_error;
+static PyObject* g_empty_str;
+
+static int class_facts_ready(void) {
+  if (g_class_facts != NULL) return 1;
+  if (g_empty_str == NULL && (g_empty_str = PyUnicode_FromString("")) == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  PyObject* mod = PyImport_ImportModule("tvmffi.error");
+  PyObject* facts = mod != NULL ? PyObject_GetAttrString(mod, "_CLASS_FACTS") : NULL;
+  Py_XDECREF(mod);
+  g_str_ffi_error = g_str_ffi_error ? g_str_ffi_error : PyUnicode_InternFromString("__tvm_ffi_error__");
+  if (facts == NULL || !PyDict_CheckExact(facts) || g_str_ffi_error == NULL) {
+    Py_XDECREF(facts);
+    PyErr_Clear();
+    return 0;
+  }
+  g_class_facts = facts;
+  return 1;
+}
+
+/* The message: KeyError's is its one argument's text (its str() is a repr). */
+static PyObject* exception_message(PyBaseExceptionObject* b, PyObject* keyerror) {
+  if (keyerror == Py_True && b->args != NULL && PyTuple_GET_SIZE(b->args) == 1) {
+    return PyObject_Str(PyTuple_GET_ITEM(b->args, 0));
+  }
+  return PyObject_Str((PyObject*)b);
+}
+
+int tvmffi_fresh_exception_error(PyObject* exc, TVMFFIObjectHandle* h) {
+  PyBaseExceptionObject* b = (PyBaseExceptionObject*)exc;
+  if ((b->traceback != NULL && b->traceback != Py_None) || !class_facts_ready()) return 0;
+  if (b->dict != NULL && PyDict_GetItemWithError(b->dict, g_str_ffi_error) != NULL) return 0;
+  PyObject* facts = PyDict_GetItemWithError(g_class_facts, (PyObject*)Py_TYPE(exc));
+  if (facts == NULL || !PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) != 2) {
+    return PyErr_Occurred() ? -1 : 0;
+  }
+  Py_INCREF(facts); /* str() below may run Python code that clears the table */
+  PyObject* parts[3] = {PyTuple_GET_ITEM(facts, 0), exception_message(b, PyTuple_GET_ITEM(facts, 1)),
+                        g_empty_str};
+  int rc = parts[1] != NULL && error_create(parts, h) == 0 ? 1 : -1;
+  Py_XDECREF(parts[1]);
+  Py_DECREF(facts);
+  return rc;
+}
+
 /* _error_fields(err) -> (kind, message, backtrace) */
 static PyObject* py_error_fields(PyObject* self, PyObject* obj) {
   (void)self;

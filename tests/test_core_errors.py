@@ -342,3 +342,41 @@ def test_exception_with_broken_str_still_crosses(native):
     res = native.call_int(tvmffi.convert_func(cb), 0, spawn=False)
     assert res["rc"] == -1
     assert res["kind"] == "BadStr"
+
+
+# ---- an exception object as an argument ---------------------------------------
+def test_never_raised_exception_argument_becomes_an_error_of_its_kind() -> None:
+    # The first exception of a class takes the Python path, later ones the C fast path
+    # (tvmffi.error._CLASS_FACTS): both give the same error object.
+    echo = tvmffi.get_global_func("testing.echo")
+
+    class NeverRaised(Exception):
+        pass
+
+    for _ in range(3):
+        err = echo(ValueError("bad value"))
+        assert (err.kind, err.message, err.backtrace) == ("ValueError", "bad value", "")
+        assert echo(KeyError("k")).message == "k"  # the key's text, not its repr
+        assert echo(KeyError("a", "b")).message == "('a', 'b')"
+        assert echo(NeverRaised("n")).kind == "NeverRaised"
+
+    # Registering a kind for a base class re-resolves classes already seen.
+    tvmffi.register_error("SeenBefore")(NeverRaised)
+    assert echo(NeverRaised("n")).kind == "SeenBefore"
+
+    try:
+        raise ValueError("raised")
+    except ValueError as exc:  # a traceback: the Python path, which records it
+        err = echo(exc)
+    assert err.kind == "ValueError" and "test_core_errors.py" in err.backtrace
+
+
+def test_exception_argument_with_a_broken_str_raises_its_error() -> None:
+    class Broken(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    nop = tvmffi.get_global_func("testing.nop")
+    for _ in range(2):  # the Python path, then the fast path
+        with pytest.raises(RuntimeError, match="no text"):
+            nop(Broken())

@@ -133,6 +133,7 @@ def register_error(
         kind = kind_given if kind_given is not None else klass.__name__
         _KIND_TO_CLASS[kind] = klass
         _CLASS_TO_KIND[klass] = kind
+        _CLASS_FACTS.clear()  # a subclass may resolve to this kind now
         return klass
 
     if cls is None:
@@ -227,6 +228,27 @@ def _add_note(exc: BaseException, note: str) -> None:
         notes.append(note)
 
 
+# Per exception class other than tvmffi.Error's (whose kind is per instance) and with no
+# __tvm_ffi_error__ of its own: its kind and whether it is a KeyError. Cleared whenever
+# register_error changes _CLASS_TO_KIND. The C core reads it for a never-raised
+# exception passed as an argument (error_object.c), so it is mutated, never rebound.
+_CLASS_FACTS: dict[type, tuple[str, bool]] = {}
+
+
+def _kind_and_message(exc: BaseException) -> tuple[str, str]:
+    """The FFI error kind and message of a Python exception."""
+    facts = _CLASS_FACTS.get(type(exc))
+    if facts is None:
+        facts = (_kind_of(exc), isinstance(exc, builtins.KeyError))
+        if not isinstance(exc, Error) and not hasattr(type(exc), "__tvm_ffi_error__"):
+            _CLASS_FACTS[type(exc)] = facts
+    kind, keyerror = facts
+    # KeyError's str() is the repr of its key; the FFI message is the key text.
+    if keyerror and len(exc.args) == 1:
+        return kind, str(exc.args[0])
+    return kind, str(exc)
+
+
 def _kind_of(exc: BaseException) -> str:
     if isinstance(exc, Error):
         return exc.kind
@@ -248,6 +270,8 @@ def _format_backtrace(tb: TracebackType | None, exc: BaseException | None = None
     # call first, so either binding can rebuild a Python traceback from it.
     # Frames a propagating exception gains come first in its traceback chain:
     # only those are formatted, before the text of the chain formatted last.
+    if tb is None:  # a fresh exception (raised nowhere yet): nothing to format
+        return ""
     seen = getattr(exc, _FORMATTED_TB, None) if exc is not None else None
     new: list[TracebackType] = []
     rest = ""
@@ -283,10 +307,7 @@ def _to_ffi(exc: BaseException, native: str = "") -> tuple[str, str, str]:
         backtrace = getattr(exc, _BASE_BACKTRACE, current) + backtrace
         ffi_error.update_backtrace(backtrace)
         return kind, message, backtrace
-    # KeyError's str() is the repr of its key; the FFI message is the key text.
-    keyerror = isinstance(exc, builtins.KeyError) and len(exc.args) == 1
-    message = str(exc.args[0]) if keyerror else str(exc)
-    return _kind_of(exc), message, backtrace
+    return (*_kind_and_message(exc), backtrace)
 
 
 def _convert_to_ffi_error(exc: BaseException) -> ErrorObject:
@@ -300,9 +321,7 @@ def _convert_to_ffi_error(exc: BaseException) -> ErrorObject:
     if isinstance(ffi_error, ErrorObject):
         ffi_error.update_backtrace(ffi_error.backtrace + py_backtrace)
         return ffi_error
-    keyerror = isinstance(exc, builtins.KeyError) and len(exc.args) == 1
-    message = str(exc.args[0]) if keyerror else str(exc)
-    made: ErrorObject = _core._error_new(_kind_of(exc), message, py_backtrace)
+    made: ErrorObject = _core._error_new(*_kind_and_message(exc), py_backtrace)
     return made
 
 
