@@ -18,8 +18,9 @@ import jax.numpy
 import jax_tvm_ffi  # type: ignore[import-untyped]
 import numpy as np
 
-from .codegen import Signature, signature_of
+from .codegen import Signature
 from .codegen._check import ArgInfo, Checker, dtype_text
+from .codegen._library import op_signature
 from .codegen._spec import Scalar
 from .dtype import dtype as ffi_dtype
 
@@ -149,16 +150,7 @@ def register_op(
     tensors must be adjacent among its parameters, as must its outputs, and a
     signature cannot mix outputs with ``inout`` tensors (``ValueError``).
     """
-    own = signature_of(fn)
-    if sig is None:
-        if own is None:
-            raise TypeError(
-                f"register_op({name!r}) needs the signature of a function "
-                "tvmffi.codegen did not build"
-            )
-        sig = own
-    if not isinstance(sig, Signature):
-        raise TypeError(f"sig must be a tvmffi.codegen.Signature, not {type(sig).__name__}")
+    sig = op_signature(fn, sig, name)
     if not sig.inputs:
         raise ValueError(f"tvmffi.jax cannot call {sig.name!r}: it has no input tensor")
     inouts = [t for t in sig.inputs if t.inout]

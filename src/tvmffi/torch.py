@@ -19,6 +19,7 @@ import torch
 
 from .codegen import Signature, signature_of
 from .codegen._check import ArgInfo, Checker, dtype_text
+from .codegen._library import op_signature
 from .codegen._spec import Scalar, Tensor, Var
 from .dtype import dtype as ffi_dtype
 
@@ -306,16 +307,7 @@ def register_op(
     """
     if not isinstance(qualname, str) or qualname.count("::") != 1:
         raise ValueError(f"qualname must be 'namespace::name', got {qualname!r}")
-    own = signature_of(fn)
-    if sig is None:
-        if own is None:
-            raise TypeError(
-                f"register_op({qualname!r}) needs the signature of a function "
-                "tvmffi.codegen did not build"
-            )
-        sig = own
-    if not isinstance(sig, Signature):
-        raise TypeError(f"sig must be a tvmffi.codegen.Signature, not {type(sig).__name__}")
+    sig = op_signature(fn, sig, qualname)
     if not callable(fn):
         raise TypeError(f"fn must be callable, not {type(fn).__name__}")
     ns, name = qualname.split("::")
@@ -324,7 +316,7 @@ def register_op(
         # (torch.library's methods are untyped.)
         lib = torch.library.Library(ns, "FRAGMENT")  # type: ignore[no-untyped-call]
         lib.define(name + schema(sig))  # type: ignore[no-untyped-call]
-        eager = plan.eager(fn, checked=own == sig)
+        eager = plan.eager(fn, checked=signature_of(fn) == sig)
         lib.impl(name, eager, "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
         torch.library.register_fake(qualname, plan.fake, lib=lib)
         _LIBRARIES.append(lib)

@@ -237,6 +237,24 @@ def signature_of(fn: object) -> Signature | None:
     return _BUILT.get(fn) if isinstance(fn, Function) else None
 
 
+def op_signature(fn: object, sig: object, op_name: str) -> Signature:
+    """The signature an operator made of ``fn`` follows: ``sig``, else ``fn``'s own.
+
+    For ``tvmffi.torch.register_op`` and ``tvmffi.jax.register_op``: ``TypeError``
+    when neither is a :class:`Signature`.
+    """
+    if sig is None:
+        sig = signature_of(fn)
+        if sig is None:
+            raise TypeError(
+                f"register_op({op_name!r}) needs the signature of a function "
+                "tvmffi.codegen did not build"
+            )
+    if not isinstance(sig, Signature):
+        raise TypeError(f"sig must be a tvmffi.codegen.Signature, not {type(sig).__name__}")
+    return sig
+
+
 def export_object(
     functions: Sequence[tuple[Signature, str]],
     *,
