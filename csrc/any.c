@@ -422,33 +422,10 @@ static int dlpack_pair_protocol_to_any(PyObject* obj, int is_dtype, TVMFFIAny* o
 }
 
 /* An exception argument travels as the FFI error object (ffi.Error) that
- * tvmffi.error._convert_to_ffi_error makes of it. */
+ * tvmffi.error makes of it (error_object.c). */
 static int exception_to_any(PyObject* exc, TVMFFIAny* out, TempList* temps) {
-  TVMFFIObjectHandle fresh;
-  int made = tvmffi_fresh_exception_error(exc, &fresh);
-  if (made != 0) return made < 0 ? -1 : own_into_temps(fresh, out, temps);
-  static PyObject* hook;
-  if (hook == NULL) {
-    PyObject* mod = PyImport_ImportModule("tvmffi.error");
-    if (mod == NULL) return -1;
-    hook = PyObject_GetAttrString(mod, "_convert_to_ffi_error");
-    Py_DECREF(mod);
-    if (hook == NULL) return -1;
-  }
-  PyObject* err = PyObject_CallOneArg(hook, exc);
-  if (err == NULL) return -1;
-  int rc = -1;
-  if (tvmffi_is_object(err)) {
-    TVMFFIObjectHandle h = tvmffi_object_handle(err);
-    if (h != NULL) {
-      TVMFFIObjectIncRef(h); /* the temporaries own this reference until the call returns */
-      rc = own_into_temps(h, out, temps);
-    }
-  } else {
-    PyErr_SetString(PyExc_TypeError, "_convert_to_ffi_error did not return an FFI object");
-  }
-  Py_DECREF(err);
-  return rc;
+  TVMFFIObjectHandle h;
+  return tvmffi_exception_error(exc, &h) != 0 ? -1 : own_into_temps(h, out, temps);
 }
 
 /* Anything no conversion claims: an exception becomes an FFI error, a class

@@ -411,10 +411,9 @@ PyObject* tvmffi_fetch_exception(void);
 int tvmffi_error_init(PyObject* module);
 /* error_object.c: accessors of ffi.Error objects (tvmffi.core.Error). */
 int tvmffi_error_object_init(PyObject* module);
-/* A never-raised Python exception of a class tvmffi.error has resolved before,
- * as a new error handle (*h): 1; 0 when tvmffi.error's Python path must make
- * it; -1 with a Python error. */
-int tvmffi_fresh_exception_error(PyObject* exc, TVMFFIObjectHandle* h);
+/* A Python exception as the FFI error object tvmffi.error makes of it: 0 with a
+ * new reference in *h, or -1 with a Python error. */
+int tvmffi_exception_error(PyObject* exc, TVMFFIObjectHandle* h);
 PyObject* tvmffi_set_error_hooks(PyObject* self, PyObject* args);
 
 /* ---- device.c / dtype.c ---------------------------------------------------- */

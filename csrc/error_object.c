@@ -89,35 +89,46 @@ static PyObject* py_error_new(PyObject* self, PyObject* const* args, Py_ssize_t 
   return tvmffi_object_wrap_owned(h); /* takes h */
 }
 
-/* ---- a Python exception passed as an argument, on the fast path ---------------
- * An exception that was never raised (no traceback) and carries no FFI error
- * of its own becomes an error of its class's kind and its message, with an
- * empty backtrace: what tvmffi.error._convert_to_ffi_error makes of it, without
- * a Python frame. The kind comes from that module's per-class table
- * (_CLASS_FACTS: class -> (kind, is a KeyError)), which the Python path fills
- * for classes with no __tvm_ffi_error__ of their own; a class not in it yet
- * takes the Python path. */
-static PyObject* g_class_facts; /* the dict itself: cleared in place, never rebound */
-static PyObject* g_str_ffi_error;
-static PyObject* g_empty_str;
+/* ---- a Python exception passed as an argument -----------------------------------
+ * It becomes the error object tvmffi.error._convert_to_ffi_error makes of it.
+ * An exception that was never raised (no traceback) and carries no FFI error of
+ * its own takes a fast path to the same result: an error of its class's kind
+ * and its message, with an empty backtrace, without a Python frame. The kind
+ * comes from that module's per-class table (_CLASS_FACTS: class -> (kind, is a
+ * KeyError)), which the Python path fills for classes with no __tvm_ffi_error__
+ * of their own; a class not in it yet takes the Python path. */
+static struct {
+  PyObject* class_facts; /* the dict itself: cleared in place, never rebound */
+  PyObject* convert;     /* _convert_to_ffi_error */
+  PyObject* ffi_error;   /* "__tvm_ffi_error__" */
+  PyObject* empty;       /* "" */
+} g_exc;
 
-static int class_facts_ready(void) {
-  if (g_class_facts != NULL) return 1;
-  if (g_empty_str == NULL && (g_empty_str = PyUnicode_FromString("")) == NULL) {
-    PyErr_Clear();
-    return 0;
-  }
+/* tvmffi.error's table and hook, looked up once. */
+static int exception_hooks_ready(void) {
+  if (g_exc.convert != NULL) return 0;
   PyObject* mod = PyImport_ImportModule("tvmffi.error");
-  PyObject* facts = mod != NULL ? PyObject_GetAttrString(mod, "_CLASS_FACTS") : NULL;
-  Py_XDECREF(mod);
-  g_str_ffi_error = g_str_ffi_error ? g_str_ffi_error : PyUnicode_InternFromString("__tvm_ffi_error__");
-  if (facts == NULL || !PyDict_CheckExact(facts) || g_str_ffi_error == NULL) {
+  if (mod == NULL) return -1;
+  PyObject* facts = PyObject_GetAttrString(mod, "_CLASS_FACTS");
+  PyObject* convert = facts != NULL ? PyObject_GetAttrString(mod, "_convert_to_ffi_error") : NULL;
+  Py_DECREF(mod);
+  PyObject* name = PyUnicode_InternFromString("__tvm_ffi_error__");
+  PyObject* empty = PyUnicode_FromString("");
+  if (convert == NULL || !PyDict_CheckExact(facts) || name == NULL || empty == NULL) {
+    if (convert != NULL && !PyDict_CheckExact(facts)) {
+      PyErr_SetString(PyExc_TypeError, "tvmffi.error._CLASS_FACTS must be a dict");
+    }
     Py_XDECREF(facts);
-    PyErr_Clear();
-    return 0;
+    Py_XDECREF(convert);
+    Py_XDECREF(name);
+    Py_XDECREF(empty);
+    return -1;
   }
-  g_class_facts = facts;
-  return 1;
+  g_exc.class_facts = facts;
+  g_exc.convert = convert;
+  g_exc.ffi_error = name;
+  g_exc.empty = empty;
+  return 0;
 }
 
 /* The message: KeyError's is its one argument's text (its str() is a repr). */
@@ -128,21 +139,38 @@ static PyObject* exception_message(PyBaseExceptionObject* b, PyObject* keyerror)
   return PyObject_Str((PyObject*)b);
 }
 
-int tvmffi_fresh_exception_error(PyObject* exc, TVMFFIObjectHandle* h) {
+/* The fast path: 1 with *h set, 0 when the Python path must decide, -1 on error. */
+static int fresh_exception_error(PyObject* exc, TVMFFIObjectHandle* h) {
   PyBaseExceptionObject* b = (PyBaseExceptionObject*)exc;
-  if ((b->traceback != NULL && b->traceback != Py_None) || !class_facts_ready()) return 0;
-  if (b->dict != NULL && PyDict_GetItemWithError(b->dict, g_str_ffi_error) != NULL) return 0;
-  PyObject* facts = PyDict_GetItemWithError(g_class_facts, (PyObject*)Py_TYPE(exc));
+  if (b->traceback != NULL && b->traceback != Py_None) return 0;
+  if (b->dict != NULL && PyDict_GetItemWithError(b->dict, g_exc.ffi_error) != NULL) return 0;
+  PyObject* facts = PyDict_GetItemWithError(g_exc.class_facts, (PyObject*)Py_TYPE(exc));
   if (facts == NULL || !PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) != 2) {
     return PyErr_Occurred() ? -1 : 0;
   }
   Py_INCREF(facts); /* str() below may run Python code that clears the table */
-  PyObject* parts[3] = {PyTuple_GET_ITEM(facts, 0), exception_message(b, PyTuple_GET_ITEM(facts, 1)),
-                        g_empty_str};
-  int rc = parts[1] != NULL && error_create(parts, h) == 0 ? 1 : -1;
-  Py_XDECREF(parts[1]);
+  PyObject* message = exception_message(b, PyTuple_GET_ITEM(facts, 1));
+  PyObject* parts[3] = {PyTuple_GET_ITEM(facts, 0), message, g_exc.empty};
+  int rc = message != NULL && error_create(parts, h) == 0 ? 1 : -1;
+  Py_XDECREF(message);
   Py_DECREF(facts);
   return rc;
+}
+
+int tvmffi_exception_error(PyObject* exc, TVMFFIObjectHandle* h) {
+  if (exception_hooks_ready() != 0) return -1;
+  int fast = fresh_exception_error(exc, h);
+  if (fast != 0) return fast < 0 ? -1 : 0;
+  PyObject* err = PyObject_CallOneArg(g_exc.convert, exc);
+  if (err == NULL) return -1;
+  *h = tvmffi_is_object(err) ? tvmffi_object_handle(err) : NULL;
+  if (*h != NULL) {
+    TVMFFIObjectIncRef(*h); /* the caller's reference; the wrapper keeps its own */
+  } else if (!PyErr_Occurred()) {
+    PyErr_SetString(PyExc_TypeError, "_convert_to_ffi_error did not return an FFI object");
+  }
+  Py_DECREF(err);
+  return *h != NULL ? 0 : -1;
 }
 
 /* _error_fields(err) -> (kind, message, backtrace) */

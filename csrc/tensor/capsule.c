@@ -185,20 +185,19 @@ static PyObject* torch_capsule(PyObject* obj, Py_ssize_t argpos, int* versioned)
   return cap;
 }
 
-/* Capsule for obj, checked against obj.__dlpack_device__(). */
+/* Capsule for obj (torch's C-level export, or the protocol), checked, and
+ * checked against obj.__dlpack_device__() when the protocol gave it. */
 static PyObject* protocol_checked_capsule(PyObject* obj, Py_ssize_t argpos, int* versioned) {
-  PyObject* fast = torch_capsule(obj, argpos, versioned);
-  if (fast != NULL || PyErr_Occurred()) {
-    if (fast != NULL && dl_check(capsule_dl(fast, *versioned), Py_TYPE(obj)->tp_name, argpos) != 0) {
-      Py_CLEAR(fast);
-    }
-    return fast;
-  }
   DLDevice dev = {kDLCPU, 0};
-  int has_dev = PyCapsule_CheckExact(obj) ? 0 : protocol_device(obj, argpos, &dev);
-  if (has_dev < 0) return NULL;
-  PyObject* cap = protocol_capsule(obj, argpos, has_dev ? &dev : NULL, versioned);
-  if (cap == NULL) return NULL;
+  int has_dev = 0;
+  PyObject* cap = torch_capsule(obj, argpos, versioned);
+  if (cap == NULL) {
+    if (PyErr_Occurred()) return NULL;
+    has_dev = PyCapsule_CheckExact(obj) ? 0 : protocol_device(obj, argpos, &dev);
+    if (has_dev < 0) return NULL;
+    cap = protocol_capsule(obj, argpos, has_dev ? &dev : NULL, versioned);
+    if (cap == NULL) return NULL;
+  }
   DLTensor* dl = capsule_dl(cap, *versioned);
   if (dl_check(dl, Py_TYPE(obj)->tp_name, argpos) != 0) {
     Py_DECREF(cap); /* unconsumed: its destructor releases the tensor */
