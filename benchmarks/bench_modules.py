@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "module_fixtures
 import tvm_ffi  # noqa: E402
 from _harness import Case, report  # noqa: E402
 
-import build as fixture_build  # noqa: E402
+import fixture_build  # noqa: E402
 import tvmffi  # noqa: E402
 
 CASES = [

@@ -17,7 +17,7 @@ import tvmffi.testing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "module_fixtures"))
-from build import wheel_dirs as _wheel_dirs  # noqa: E402  (the fixtures' compiler setup)
+from fixture_build import wheel_dirs as _wheel_dirs  # noqa: E402  (the fixtures' compiler setup)
 
 
 @pytest.fixture(scope="session")

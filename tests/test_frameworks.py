@@ -26,7 +26,7 @@ except ImportError:  # each test is reported skipped, with the reason
 pytestmark = pytest.mark.skipif(torch is None, reason="needs torch (the test extra)")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "module_fixtures"))
-import build as fixture_build  # noqa: E402
+import fixture_build  # noqa: E402
 
 
 @pytest.fixture(scope="module")

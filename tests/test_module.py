@@ -16,7 +16,7 @@ import tvmffi
 import tvmffi.testing
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "module_fixtures"))
-import build as fixture_build
+import fixture_build
 
 # Subprocesses import the same tvmffi as this test run (installed, or src/).
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(tvmffi.__file__)))
