@@ -15,10 +15,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "module_fixtures"))
 
+import fixture_build  # noqa: E402
 import tvm_ffi  # noqa: E402
 from _harness import Case, report  # noqa: E402
 
-import fixture_build  # noqa: E402
 import tvmffi  # noqa: E402
 
 CASES = [
