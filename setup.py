@@ -14,6 +14,7 @@ import os
 import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 # The start-up hook of hosting (tvmffi.hosting): a .pth file at the root of site-packages,
@@ -37,9 +38,29 @@ def _tvm_ffi_root() -> str:
     return next(iter(spec.submodule_search_locations))
 
 
+class BuildExtCxx(build_ext):
+    """build_ext that compiles the one C++ file (csrc/tensor/cxx_call.cc) as C++17.
+
+    The C flags name the C standard; a C++ source gets the C++ one instead.
+    """
+
+    def build_extensions(self) -> None:
+        compile_one = self.compiler._compile
+
+        def _compile(obj, src, ext, cc_args, extra_postargs, pp_opts):  # type: ignore[no-untyped-def]
+            if src.endswith(".cc"):
+                extra_postargs = [a for a in extra_postargs if a != "-std=c11"] + ["-std=c++17"]
+            compile_one(obj, src, ext, cc_args, extra_postargs, pp_opts)
+
+        self.compiler._compile = _compile
+        super().build_extensions()
+
+
 root = _tvm_ffi_root()
 # csrc/tensor/ holds the tensor route (its entry is csrc/tensor/import.c).
 sources = sorted(glob.glob(os.path.join("csrc", "*.c")) + glob.glob(os.path.join("csrc", "*", "*.c")))
+# One C++ file: a call into torch whose C++ exceptions must be caught (see the file).
+sources += sorted(glob.glob(os.path.join("csrc", "*", "*.cc")))
 extra_compile_args = ["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
 # The call path crosses files (function.c -> any.c -> object.c); link-time
 # optimization lets those small functions inline into one another.
@@ -63,4 +84,4 @@ core = Extension(
     extra_link_args=extra_link_args,
 )
 
-setup(ext_modules=[core], cmdclass={"build_py": BuildPyWithPth})
+setup(ext_modules=[core], cmdclass={"build_py": BuildPyWithPth, "build_ext": BuildExtCxx})

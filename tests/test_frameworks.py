@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -160,6 +161,58 @@ def test_resolved_lazy_tensors_pass_with_their_values() -> None:
     assert rc.tolist() == [1 - 2j, 3 - 4j]
     rn = np.from_dlpack(tvmffi.from_dlpack(n.resolve_neg()))  # type: ignore[attr-defined]
     assert rn.tolist() == [-2.0, -4.0]
+
+
+# ---- torch's fill called directly (issue 24: exchange.c torch_fill) ----------------
+def _layouts() -> list[Any]:
+    g = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    return [
+        g, g.t(), g[2], g[1, 3], g[:, ::2], g[1:, 2:], torch.zeros(0), torch.zeros(3, 0, 2),
+        g.to(torch.float16), g.to(torch.bfloat16), g.to(torch.int8), g.to(torch.bool),
+        g.to(torch.complex64), g.unsqueeze(1).expand(4, 5, 6), torch.empty_strided((2, 3), (1, 2)),
+    ]
+
+
+@pytest.mark.parametrize("i", range(15))
+def test_torch_tensors_arrive_as_torch_describes_them(i: int) -> None:
+    t = _layouts()[i]
+    ours = T.echo(t)
+    assert isinstance(ours, torch.Tensor)
+    assert ours.data_ptr() == t.data_ptr()
+    assert (ours.shape, ours.stride(), ours.dtype) == (t.shape, t.stride(), t.dtype)
+    assert torch.equal(ours, t)
+    view = tvmffi.from_dlpack(t)
+    assert tuple(view.shape) == tuple(t.shape) and view.data_ptr() == t.data_ptr()
+    assert tuple(view.strides) == t.stride()
+
+
+def test_tensors_torch_cannot_describe_raise_torchs_error() -> None:
+    # at::toDLPackNonOwning throws for these; the C++ exception is caught and
+    # torch's own exchange fill raises, named after the argument.
+    with warnings.catch_warnings():  # sparse invariant checks are off by default
+        warnings.simplefilter("ignore")
+        sparse = torch.sparse_coo_tensor([[0]], [1.0], (2,))
+    with pytest.raises(ValueError, match=r"argument 0: DLPack export .* storage"):
+        T.nop(sparse)
+    if hasattr(torch, "quantize_per_tensor"):
+        with warnings.catch_warnings():  # quantized tensors are deprecated in torch
+            warnings.simplefilter("ignore")
+            q = torch.quantize_per_tensor(torch.zeros(2), 0.1, 0, torch.quint8)
+        with pytest.raises(ValueError, match=r"argument 1: DLPack export .*(QInt|dlpack)"):
+            T.nop(1, q)
+    assert T.echo(torch.ones(2)).tolist() == [1.0, 1.0]  # and the route still works
+
+
+def test_torch_subclasses_take_torchs_exchange_fill() -> None:
+    class Mine(torch.Tensor):
+        pass
+
+    m = torch.arange(6.0).reshape(2, 3).as_subclass(Mine)
+    p = torch.nn.Parameter(torch.arange(4.0))
+    for t in (m, m.t(), p):
+        out = T.echo(t)
+        assert out.data_ptr() == t.data_ptr() and out.stride() == t.stride()
+        assert out.tolist() == t.tolist()
 
 
 # ---- from_dlpack without keyword parsing (issue 11 item 6) --------------------------

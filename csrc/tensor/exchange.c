@@ -73,6 +73,10 @@ static struct {
   TorchBitFn is_conj;
   TorchBitFn is_neg;
   Py_ssize_t offset; /* of the at::Tensor in the Python object */
+  /* at::toDLPackNonOwning, once it filled the probes as torch's exchange
+   * fill does (fill_state 1), else NULL (see torch_fill below). */
+  int fill_state; /* 0: not tried yet, 1: usable, -1: use the exchange fill */
+  TvmffiDLFillFn fill;
 } g_torch_c;
 
 /* The at::Tensor at `offset` in obj if it looks like one: a TensorImpl
@@ -133,6 +137,7 @@ static void torch_c_find(void) {
   /* at::native::is_conj / is_neg read the TensorImpl's key set (a few
    * instructions); at::_ops::*::call reach the same through the dispatcher
    * (~300 instructions), the fallback where the native symbols are absent. */
+  g_torch_c.fill = (TvmffiDLFillFn)(uintptr_t)dlsym(lib, "_ZN2at17toDLPackNonOwningERKNS_6TensorEP8DLTensor");
   g_torch_c.is_conj = (TorchBitFn)(uintptr_t)dlsym(lib, "_ZN2at6native7is_conjERKNS_6TensorE");
   g_torch_c.is_neg = (TorchBitFn)(uintptr_t)dlsym(lib, "_ZN2at6native6is_negERKNS_6TensorE");
   if (g_torch_c.is_conj == NULL || g_torch_c.is_neg == NULL) {
@@ -161,6 +166,83 @@ static int torch_bit(PyObject* obj, int conj) {
   return torch_bit_py(obj, conj ? "is_conj" : "is_neg");
 }
 
+/* ---- torch's DLTensor fill, called directly ------------------------------------ */
+/* torch's exchange fill (DLTensorFromPyObjectNoSync) acquires the GIL through
+ * pybind11, casts the Python object to a new at::Tensor (a reference taken and
+ * dropped, which torch forwards to the Python object) and calls
+ * at::toDLPackNonOwning on it: ~450 instructions a tensor, of which the last
+ * call is ~160. For an exact torch.Tensor (no subclass hooks to respect) the
+ * at::Tensor is the one the object holds (found for the lazy bits above), so
+ * the function is called on it directly, through cxx_call.cc, which catches
+ * torch's exceptions: a tensor it cannot describe goes to the exchange fill,
+ * which raises the Python error torch chose. Used only once it filled probe
+ * tensors (strided, offset, 0-d, complex) exactly as the exchange fill does. */
+static int same_fill(const DLTensor* a, const DLTensor* b) {
+  if (a->data != b->data || a->ndim != b->ndim || a->byte_offset != b->byte_offset ||
+      a->device.device_type != b->device.device_type || a->device.device_id != b->device.device_id ||
+      a->dtype.code != b->dtype.code || a->dtype.bits != b->dtype.bits ||
+      a->dtype.lanes != b->dtype.lanes || (a->strides == NULL) != (b->strides == NULL)) {
+    return 0;
+  }
+  for (int i = 0; i < a->ndim; ++i) {
+    if (a->shape[i] != b->shape[i] || (a->strides != NULL && a->strides[i] != b->strides[i])) return 0;
+  }
+  return 1;
+}
+
+static int torch_fill_agrees(PyObject* probe, const DLPackExchangeAPI* api) {
+  DLTensor direct, exchange;
+  if (probe == NULL || Py_TYPE(probe) != g_torch_tensor_type) return 0;
+  if (api->dltensor_from_py_object_no_sync(probe, &exchange) != 0) return 0;
+  const void* t = (const char*)probe + g_torch_c.offset;
+  return tvmffi_call_dl_fill(g_torch_c.fill, t, &direct) == 0 && same_fill(&direct, &exchange);
+}
+
+static void torch_fill_find(const DLPackExchangeAPI* api) {
+  g_torch_c.fill_state = -1;
+  if (g_torch_c.state == 0) torch_c_find();
+  if (g_torch_c.state < 0 || g_torch_c.fill == NULL) return;
+  PyObject* torch = PyImport_ImportModule("torch");
+  if (torch == NULL) {
+    PyErr_Clear();
+    return;
+  }
+  PyObject* base = PyObject_CallMethod(torch, "arange", "(i)", 24);
+  PyObject* grid = base ? PyObject_CallMethod(base, "reshape", "(ii)", 4, 6) : NULL;
+  PyObject* tr = grid ? PyObject_CallMethod(grid, "t", NULL) : NULL;
+  PyObject* row = grid ? PyObject_CallMethod(grid, "select", "(ii)", 0, 2) : NULL; /* offset */
+  PyObject* zero_d = row ? PyObject_CallMethod(row, "select", "(ii)", 0, 3) : NULL;
+  PyObject* dtype = PyObject_GetAttrString(torch, "complex64");
+  PyObject* cplx = dtype && grid ? PyObject_CallMethod(grid, "to", "O", dtype) : NULL;
+  int ok = torch_fill_agrees(grid, api) && torch_fill_agrees(tr, api) &&
+           torch_fill_agrees(row, api) && torch_fill_agrees(zero_d, api) &&
+           torch_fill_agrees(cplx, api);
+  PyErr_Clear();
+  Py_XDECREF(cplx);
+  Py_XDECREF(dtype);
+  Py_XDECREF(zero_d);
+  Py_XDECREF(row);
+  Py_XDECREF(tr);
+  Py_XDECREF(grid);
+  Py_XDECREF(base);
+  Py_DECREF(torch);
+  if (ok) g_torch_c.fill_state = 1;
+}
+
+/* The non-owning DLTensor of a torch tensor: directly for an exact
+ * torch.Tensor of torch's own API, else (or when torch threw) the exchange
+ * fill. 0, or -1 with the exchange fill's Python error set. */
+static int torch_fill(PyObject* obj, const TypeEntry* e, DLTensor* dl) {
+  if (e->trusted && Py_TYPE(obj) == g_torch_tensor_type) {
+    if (g_torch_c.fill_state == 0) torch_fill_find(e->api);
+    if (g_torch_c.fill_state > 0 &&
+        tvmffi_call_dl_fill(g_torch_c.fill, (const char*)obj + g_torch_c.offset, dl) == 0) {
+      return 0;
+    }
+  }
+  return e->api->dltensor_from_py_object_no_sync(obj, dl);
+}
+
 /* A torch tensor whose conjugate or negative bit is set means values its
  * memory does not hold (conj(x), -x); DLPack has no such flags, so passing the
  * memory would hand the callee wrong values. Refused, as torch's own
@@ -183,7 +265,7 @@ int torch_ask_lazy_bits(PyObject* obj, const DLTensor* dl, Py_ssize_t argpos) {
  * Tensor object that keeps the framework tensor alive. */
 OwnTensor* exchange_fill_tensor(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos) {
   DLTensor dl;
-  if (e->api->dltensor_from_py_object_no_sync(obj, &dl) != 0) {
+  if (torch_fill(obj, e, &dl) != 0) {
     wrap_error(argpos, obj, "DLPack export");
     return NULL;
   }

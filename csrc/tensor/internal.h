@@ -19,6 +19,7 @@
 #define TVMFFI_TENSOR_INTERNAL_H_
 
 #include "core.h"
+#include "cxx_call.h" /* the C++ call with exceptions caught (cxx_call.cc) */
 
 #include <stddef.h>
 
