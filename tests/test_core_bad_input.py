@@ -336,3 +336,21 @@ def test_registered_function_survives_dropping_python_refs(unique_name):
     tvmffi.register_global_func(unique_name, lambda: "alive")
     gc.collect()
     assert tvmffi.get_global_func(unique_name)() == "alive"
+
+
+def test_argument_error_messages_with_long_and_non_ascii_type_names():
+    # Argument errors are formatted in a C buffer: a type name cut at 200 bytes
+    # may split a UTF-8 sequence, which must not fail the message itself.
+    np = pytest.importorskip("numpy")
+    name = "Ärrày" * 60  # 2 bytes per non-ASCII letter: the cut lands inside one
+    sub = type(name, (np.ndarray,), {})
+    arr = np.zeros(4, np.float32).view(sub)
+    arr.flags.writeable = False
+    for position in (0, 2):
+        args = [1] * position + [arr]
+        with pytest.raises(BufferError) as info:
+            testing.nop(*args)
+        msg = str(info.value)
+        assert msg.startswith(f"argument {position}: 'Ärrày")
+        assert "holds read-only memory" in msg and "allow_read_only=True" in msg
+        assert len(msg) < 600
