@@ -122,6 +122,90 @@ def runtime_call_ns(name: str, *args: Any, number: int = 200000) -> float:
     return float(min(f(name, packed, number) for _ in range(7)))
 
 
+_RUNTIME_OBJECT_SRC = r"""
+#include <tvm/ffi/c_api.h>
+#include <tvm/ffi/string.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+namespace {
+void keep(void*) {}  // the opaque payload is not owned here
+
+template <typename Make>
+double per_call_ns(int64_t n, Make make) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < n; ++i) {
+    TVMFFIAny out{};
+    if (make(&out) != 0) return -1;
+    if (out.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectDecRef(out.v_obj);
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+}
+}  // namespace
+
+// ns per construction + release of the runtime object a binding makes for an
+// argument: "string" / "bytes" (TVMFFIStringFromByteArray / TVMFFIBytesFromByteArray
+// of `data`), "bigint" (TVMFFIBigIntFromByteArray of `data` as little-endian words),
+// "opaque" (TVMFFIObjectCreateOpaque); "memcpy": a copy of `data` into a reused buffer.
+double runtime_ns(tvm::ffi::String what, tvm::ffi::Bytes data, int64_t n) {
+  TVMFFIByteArray ba{data.data(), data.size()};
+  if (what == "string") {
+    return per_call_ns(n, [&](TVMFFIAny* o) { return TVMFFIStringFromByteArray(&ba, o); });
+  }
+  if (what == "bytes") {
+    return per_call_ns(n, [&](TVMFFIAny* o) { return TVMFFIBytesFromByteArray(&ba, o); });
+  }
+  if (what == "bigint") {
+    return per_call_ns(n, [&](TVMFFIAny* o) { return TVMFFIBigIntFromByteArray(&ba, o); });
+  }
+  if (what == "opaque") {
+    return per_call_ns(n, [&](TVMFFIAny* o) {
+      void* h = nullptr;
+      int rc = TVMFFIObjectCreateOpaque(&ba, kTVMFFIOpaquePyObject, keep, &h);
+      o->type_index = kTVMFFIOpaquePyObject;
+      o->v_obj = static_cast<TVMFFIObject*>(h);
+      return rc;
+    });
+  }
+  std::vector<char> sink(data.size());
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(sink.data(), ba.data, ba.size);
+    asm volatile("" : : "r"(sink.data()) : "memory");
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+}
+"""
+
+
+def runtime_object_ns(kind: str, payload: bytes, number: int, runs: int = 7) -> float:
+    """ns of the runtime making and releasing the object a binding makes for an argument.
+
+    ``kind``: ``"string"`` / ``"bytes"`` (from ``payload``), ``"bigint"`` (``payload``
+    as little-endian words), ``"opaque"`` (an opaque Python object handle), or
+    ``"memcpy"`` (a bare copy of ``payload``). Called from C++ through the C API
+    functions both bindings call (min of ``runs`` runs of ``number``): the floor
+    under a row whose value travels as such an object.
+    """
+    global _runtime_object_fn
+    if _runtime_object_fn is None:
+        import tvmffi.cpp
+
+        mod = tvmffi.cpp.load_inline(
+            "bench_runtime_object", cpp_sources=_RUNTIME_OBJECT_SRC, functions=["runtime_ns"]
+        )
+        _runtime_object_fn = mod.runtime_ns
+        _runtime_object_fn.release_gil = False
+    return float(min(_runtime_object_fn(kind, payload, number) for _ in range(runs)))
+
+
+_runtime_object_fn: Any = None
+
+
 def own_cost_table(
     rows: list[tuple[Case, float, float]], floors: dict[str, tuple[float, float]]
 ) -> str:

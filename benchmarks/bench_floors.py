@@ -20,81 +20,21 @@ import datetime
 import os
 import sys
 import timeit
-from collections.abc import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import tvm_ffi  # noqa: E402
-from _harness import floor_ns, machine, testing_funcs  # noqa: E402
+from _harness import floor_ns, machine, runtime_object_ns, testing_funcs  # noqa: E402
 
 import tvmffi  # noqa: E402
-import tvmffi.cpp  # noqa: E402
-
-_SRC = r"""
-#include <tvm/ffi/c_api.h>
-#include <tvm/ffi/string.h>
-
-#include <chrono>
-#include <cstring>
-#include <vector>
-
-namespace {
-void keep(void*) {}  // the opaque payload is not owned here
-
-template <typename Make>
-double per_call_ns(int64_t n, Make make) {
-  auto t0 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < n; ++i) {
-    TVMFFIAny out{};
-    if (make(&out) != 0) return -1;
-    if (out.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectDecRef(out.v_obj);
-  }
-  auto t1 = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
-}
-}  // namespace
-
-// ns per construction + release of the runtime object a binding makes for an
-// argument: "bytes" (TVMFFIBytesFromByteArray of `data`), "bigint"
-// (TVMFFIBigIntFromByteArray of `data` as little-endian words), "opaque"
-// (TVMFFIObjectCreateOpaque); "memcpy": a copy of `data` into a reused buffer.
-double runtime_ns(tvm::ffi::String what, tvm::ffi::Bytes data, int64_t n) {
-  TVMFFIByteArray ba{data.data(), data.size()};
-  if (what == "bytes") {
-    return per_call_ns(n, [&](TVMFFIAny* o) { return TVMFFIBytesFromByteArray(&ba, o); });
-  }
-  if (what == "bigint") {
-    return per_call_ns(n, [&](TVMFFIAny* o) { return TVMFFIBigIntFromByteArray(&ba, o); });
-  }
-  if (what == "opaque") {
-    return per_call_ns(n, [&](TVMFFIAny* o) {
-      void* h = nullptr;
-      int rc = TVMFFIObjectCreateOpaque(&ba, kTVMFFIOpaquePyObject, keep, &h);
-      o->type_index = kTVMFFIOpaquePyObject;
-      o->v_obj = static_cast<TVMFFIObject*>(h);
-      return rc;
-    });
-  }
-  std::vector<char> sink(data.size());
-  auto t0 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < n; ++i) {
-    std::memcpy(sink.data(), ba.data, ba.size);
-    asm volatile("" : : "r"(sink.data()) : "memory");
-  }
-  auto t1 = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
-}
-"""
 
 
 class _Opaque:
     """A class no conversion claims: passed as an opaque Python object."""
 
 
-def _rows(
-    env: dict[str, object], runtime: Callable[..., float]
-) -> list[tuple[str, str, tuple[str, bytes] | None, int]]:
+def _rows(env: dict[str, object]) -> list[tuple[str, str, tuple[str, bytes] | None, int]]:
     """(row, argument expression, (runtime floor kind, its payload) or None, loop size)."""
     big_words = (2**64).to_bytes(16, "little", signed=True)
     return [
@@ -112,9 +52,6 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args(argv)
-    mod = tvmffi.cpp.load_inline("bench_floors", cpp_sources=_SRC, functions=["runtime_ns"])
-    runtime = mod.runtime_ns
-    runtime.release_gil = False
     env: dict[str, object] = testing_funcs(("nop", "echo"), gil_kept=("nop", "echo"))
     env.update(b1m=b"x" * (1 << 20), opq=_Opaque())
     py_floor = floor_ns(env, number=50000)
@@ -127,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
         "| row | tvmffi | tvm_ffi | runtime floor (C++) | tvmffi own | tvm_ffi own | own ratio |\n"
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
     )
-    for name, arg, floor, number in _rows(env, runtime):
+    for name, arg, floor, number in _rows(env):
         fn = "echo" if name.startswith("echo") else "nop"
         ours = timeit.Timer(f"og_{fn}({arg})", globals=env)
         theirs = timeit.Timer(f"tg_{fn}({arg})", globals=env)
@@ -136,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
             best[0] = min(best[0], ours.timeit(number) / number * 1e9)
             best[1] = min(best[1], theirs.timeit(number) / number * 1e9)
             if floor is not None:
-                best[2] = min(best[2], runtime(floor[0], floor[1], number))
+                best[2] = min(best[2], runtime_object_ns(floor[0], floor[1], number, runs=1))
         under = py_floor + (best[2] if floor is not None else 0.0)
         own, their_own = best[0] - under, best[1] - under
         ratio = f"{own / their_own:.2f}" if own > 0 and their_own > 0 else "-"
