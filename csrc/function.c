@@ -275,6 +275,22 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
   return call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
 }
 
+/* The vectorcall of a plain function (a callee, no builtin flags): what
+ * function_vectorcall checks for the rare kinds was decided when the wrapper
+ * was made (tvmffi_function_wrap_owned; py_get_global_func puts the general
+ * one back on a builtin), so a call goes straight to its arity's path. */
+static PyObject* plain_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
+                                  PyObject* kwnames) {
+  TVMFFIPyFunction* self = (TVMFFIPyFunction*)callable;
+  if (kwnames != NULL) return function_vectorcall(callable, args, nargsf, kwnames);
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (nargs == 0) return call_no_args(self->base.handle, self->safe_call, self->release_gil);
+  if (nargs <= STACK_ARGS) {
+    return call_scalars(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  }
+  return call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+}
+
 /* Function objects are garbage-collected types (their __dict__ may hold a
  * cycle) but start untracked: one is tracked only once it has a dict, so the
  * common wrapper costs the collector nothing. */
@@ -288,8 +304,8 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
   f->base.weakreflist = NULL;
   f->base.dlpack_api = NULL;
   f->base.graph_height = 0;
-  f->vectorcall = function_vectorcall;
   f->safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(handle))->safe_call;
+  f->vectorcall = f->safe_call != NULL ? plain_vectorcall : function_vectorcall;
   f->release_gil = g_release_gil_default;
   f->builtin_flags = 0;
   f->dict = NULL;
@@ -530,6 +546,7 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
       ((TVMFFIPyFunction*)f)->builtin_flags =
           (makes_functor(name) ? BUILTIN_FUNCTOR_KEEPS_GIL : 0) | container_flags(name) |
           (is_vetted(name) ? BUILTIN_VETS_ARGS : 0);
+      ((TVMFFIPyFunction*)f)->vectorcall = function_vectorcall; /* it checks the flags */
     }
     return f;
   }
