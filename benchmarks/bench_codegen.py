@@ -188,7 +188,7 @@ def main() -> None:
         floor = floor_ns({})
         counts = instruction_counts(work, generated, cpp)
     print(
-        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
+        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__tvmffi_version__}, "
         f"runtime {tvmffi.tvm_ffi_version()}, numpy {np.__version__}"
     )
     print(

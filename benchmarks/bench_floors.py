@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     env.update(b1m=b"x" * (1 << 20), opq=_Opaque())
     py_floor = floor_ns(env, number=50000)
     print(
-        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, "
+        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__tvmffi_version__}, "
         f"tvm_ffi {tvm_ffi.__version__}; min of {args.repeats} interleaved repeats; "
         f"Python call floor `abs(1)` {py_floor:.0f} ns\n"
     )

@@ -176,7 +176,7 @@ def jax_rows(env: dict[str, Any]) -> list[str]:
 def main() -> None:
     """Measure and print both tables."""
     print(
-        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__version__}, torch "
+        f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__tvmffi_version__}, torch "
         f"{torch.__version__}, jax {jax.__version__}, jax-tvm-ffi {version('jax-tvm-ffi')}"
     )
     with tempfile.TemporaryDirectory() as work:

@@ -578,7 +578,8 @@ def main(argv: list[str] | None = None) -> None:
     env = testing_funcs(names, gil_kept=names)
     floor = floor_ns(env, number=50000)
     print(
-        f"{datetime.date.today()} on {machine()} (2-vCPU shared VM); tvmffi {tvmffi.__version__}, "
+        f"{datetime.date.today()} on {machine()} ({os.cpu_count()} CPUs); "
+        f"tvmffi {tvmffi.__tvmffi_version__}, "
         f"tvm_ffi {tvm_ffi.__version__}; min of {repeats} interleaved repeats; "
         f"floor = `abs(1)` {floor:.0f} ns"
     )
