@@ -206,6 +206,63 @@ def runtime_object_ns(kind: str, payload: bytes, number: int, runs: int = 7) -> 
 _runtime_object_fn: Any = None
 
 
+_PYLONG_SRC = r"""
+#include <Python.h>
+
+#include <chrono>
+#include <cstdint>
+
+// ns per conversion of the Python int at `addr` into `nbytes` bytes of two's
+// complement and, with `back`, into a new int again (released): the CPython
+// functions a binding calls for an int beyond int64 (PyLong_AsNativeBytes /
+// PyLong_FromNativeBytes from 3.13, the _PyLong_*ByteArray helpers before).
+// The caller holds the GIL (release_gil = False).
+double pylong_convert_ns(int64_t addr, int64_t nbytes, bool back, int64_t n) {
+  PyObject* v = reinterpret_cast<PyObject*>(addr);
+  unsigned char buf[1024];
+  if (nbytes <= 0 || nbytes > 1024) return -1;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < n; ++i) {
+#if PY_VERSION_HEX >= 0x030D0000
+    if (PyLong_AsNativeBytes(v, buf, nbytes, Py_ASNATIVEBYTES_LITTLE_ENDIAN) < 0) return -1;
+    PyObject* r = back ? PyLong_FromNativeBytes(buf, nbytes, Py_ASNATIVEBYTES_LITTLE_ENDIAN)
+                       : nullptr;
+#else
+    if (_PyLong_AsByteArray(reinterpret_cast<PyLongObject*>(v), buf, nbytes, 1, 1) < 0) return -1;
+    PyObject* r = back ? _PyLong_FromByteArray(buf, nbytes, 1, 1) : nullptr;
+#endif
+    Py_XDECREF(r);
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+}
+"""
+
+
+def pylong_convert_ns(value: int, back: bool, number: int = 100000, runs: int = 7) -> float:
+    """ns of CPython converting ``value`` to whole 64-bit words (and, with ``back``, to an
+    int again): the floor under an int beyond int64, which both bindings hand to CPython
+    (min of ``runs`` runs of ``number``, called from C++ with the GIL held)."""
+    global _pylong_fn
+    if _pylong_fn is None:
+        import sysconfig
+
+        import tvmffi.cpp
+
+        mod = tvmffi.cpp.load_inline(
+            "bench_pylong", cpp_sources=_PYLONG_SRC, functions=["pylong_convert_ns"],
+            extra_include_paths=[sysconfig.get_paths()["include"]],
+            extra_ldflags=["-Wl,-z,undefs"],  # CPython's functions: the process has them
+        )
+        _pylong_fn = mod.pylong_convert_ns
+        _pylong_fn.release_gil = False
+    nbytes = 8 * ((value.bit_length() + 1 + 63) // 64)
+    return float(min(_pylong_fn(id(value), nbytes, back, number) for _ in range(runs)))
+
+
+_pylong_fn: Any = None
+
+
 def own_cost_table(
     rows: list[tuple[Case, float, float]], floors: dict[str, tuple[float, float]]
 ) -> str:

@@ -221,7 +221,7 @@ def _value_floor_ns(value: Any, echo: bool) -> tuple[float, str]:
     Python object from the payload (``bytes`` slice, ``bytes.decode``), which any
     binding returning it pays. Small values: 0.
     """
-    from _harness import runtime_object_ns
+    from _harness import pylong_convert_ns, runtime_object_ns
 
     built = _container_construction_ns(value)
     if built is not None:
@@ -232,6 +232,10 @@ def _value_floor_ns(value: Any, echo: bool) -> tuple[float, str]:
     number = max(20, 200000 // max(1, len(payload) // 64))
     extra = runtime_object_ns(kind, payload, number)
     note = f"runtime object {_fmt(extra)}"
+    if kind == "bigint":  # CPython's own digit conversion, both ways for a result
+        digits = pylong_convert_ns(value, echo)
+        extra += digits
+        note += f", CPython's digit conversion {_fmt(digits)}"
     if echo and len(payload) >= (1 << 20):
         made = min(
             timeit.repeat(
