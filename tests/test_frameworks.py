@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import run_python
 
 import tvmffi
 import tvmffi.testing as T
@@ -207,6 +208,31 @@ def test_tensors_torch_cannot_describe_raise_torchs_error() -> None:
         with pytest.raises(ValueError, match=f"argument 0: DLPack export .*{says}"):
             T.nop(other)
     assert T.echo(torch.ones(2)).tolist() == [1.0, 1.0]  # and the route still works
+
+
+def test_first_torch_tensor_inside_a_fake_mode_or_device_context() -> None:
+    # The direct fill is checked on probe tensors at the first torch tensor; made
+    # inside FakeTensorMode they are fake (the check waits for a later tensor),
+    # inside torch.device("meta") they are still made on the CPU. A fresh process:
+    # the first tensor of the process is the point.
+    code = """
+import torch, tvmffi.testing as T
+from torch._subclasses.fake_tensor import FakeTensorMode
+real = torch.arange(6.0).reshape(2, 3)
+rt = real.t()
+with FakeTensorMode():
+    out = T.echo(rt)
+    assert out.data_ptr() == real.data_ptr() and out.stride() == (1, 3), out.stride()
+for _ in range(3):
+    out = T.echo(rt)
+    assert out.data_ptr() == real.data_ptr() and out.stride() == (1, 3)
+    assert out.tolist() == rt.tolist()
+with torch.device("meta"):
+    assert T.echo(real).tolist() == real.tolist()
+print("ok")
+"""
+    proc = run_python(code)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
 def test_torch_subclasses_take_torchs_exchange_fill() -> None:

@@ -190,15 +190,53 @@ static int same_fill(const DLTensor* a, const DLTensor* b) {
   return 1;
 }
 
+/* 1 when the direct fill of `probe` equals the exchange fill, 0 when not, -1
+ * when the probe is unusable (not made, or not an exact CPU torch.Tensor:
+ * made inside a torch mode or device context that changed what torch makes). */
 static int torch_fill_agrees(PyObject* probe, const DLPackExchangeAPI* api) {
   DLTensor direct, exchange;
-  if (probe == NULL || Py_TYPE(probe) != g_torch_tensor_type) return 0;
-  if (api->dltensor_from_py_object_no_sync(probe, &exchange) != 0) return 0;
+  if (probe == NULL || Py_TYPE(probe) != g_torch_tensor_type) return -1;
+  if (api->dltensor_from_py_object_no_sync(probe, &exchange) != 0) {
+    PyErr_Clear();
+    return -1;
+  }
+  if (exchange.device.device_type != kDLCPU) return -1;
   const void* t = (const char*)probe + g_torch_c.offset;
   return tvmffi_call_dl_fill(g_torch_c.fill, t, &direct) == 0 && same_fill(&direct, &exchange);
 }
 
+/* Probes: a 4x6 grid, its transpose, a row (an offset into the storage), a
+ * 0-d element and a complex copy; 1 when all agree, 0 when one disagrees, -1
+ * when they could not be made as plain CPU tensors. */
+static int torch_fill_probe(PyObject* torch, const DLPackExchangeAPI* api) {
+  PyObject* cpu = PyUnicode_FromString("cpu");
+  PyObject* kw = cpu != NULL ? Py_BuildValue("{s:O}", "device", cpu) : NULL;
+  PyObject* arange = PyObject_GetAttrString(torch, "arange");
+  PyObject* n = PyLong_FromLong(24);
+  PyObject* args = n != NULL ? PyTuple_Pack(1, n) : NULL;
+  PyObject* base = arange && args && kw ? PyObject_Call(arange, args, kw) : NULL;
+  PyObject* grid = base ? PyObject_CallMethod(base, "reshape", "(ii)", 4, 6) : NULL;
+  PyObject* tr = grid ? PyObject_CallMethod(grid, "t", NULL) : NULL;
+  PyObject* row = grid ? PyObject_CallMethod(grid, "select", "(ii)", 0, 2) : NULL;
+  PyObject* zero_d = row ? PyObject_CallMethod(row, "select", "(ii)", 0, 3) : NULL;
+  PyObject* dtype = PyObject_GetAttrString(torch, "complex64");
+  PyObject* cplx = dtype && grid ? PyObject_CallMethod(grid, "to", "O", dtype) : NULL;
+  PyObject* probes[] = {grid, tr, row, zero_d, cplx};
+  int verdict = 1;
+  for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]) && verdict == 1; ++i) {
+    verdict = torch_fill_agrees(probes[i], api);
+  }
+  PyErr_Clear();
+  PyObject* owned[] = {cplx, dtype, zero_d, row, tr, grid, base, args, n, arange, kw, cpu};
+  for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); ++i) Py_XDECREF(owned[i]);
+  return verdict;
+}
+
 static void torch_fill_find(const DLPackExchangeAPI* api) {
+  /* Probes that could not be made (inside a torch mode or device context) are
+   * tried again at a later tensor, a few times; meanwhile, and after, the
+   * exchange fill is used. */
+  static int attempts;
   g_torch_c.fill_state = -1;
   if (g_torch_c.state == 0) torch_c_find();
   if (g_torch_c.state < 0 || g_torch_c.fill == NULL) return;
@@ -207,26 +245,10 @@ static void torch_fill_find(const DLPackExchangeAPI* api) {
     PyErr_Clear();
     return;
   }
-  PyObject* base = PyObject_CallMethod(torch, "arange", "(i)", 24);
-  PyObject* grid = base ? PyObject_CallMethod(base, "reshape", "(ii)", 4, 6) : NULL;
-  PyObject* tr = grid ? PyObject_CallMethod(grid, "t", NULL) : NULL;
-  PyObject* row = grid ? PyObject_CallMethod(grid, "select", "(ii)", 0, 2) : NULL; /* offset */
-  PyObject* zero_d = row ? PyObject_CallMethod(row, "select", "(ii)", 0, 3) : NULL;
-  PyObject* dtype = PyObject_GetAttrString(torch, "complex64");
-  PyObject* cplx = dtype && grid ? PyObject_CallMethod(grid, "to", "O", dtype) : NULL;
-  int ok = torch_fill_agrees(grid, api) && torch_fill_agrees(tr, api) &&
-           torch_fill_agrees(row, api) && torch_fill_agrees(zero_d, api) &&
-           torch_fill_agrees(cplx, api);
-  PyErr_Clear();
-  Py_XDECREF(cplx);
-  Py_XDECREF(dtype);
-  Py_XDECREF(zero_d);
-  Py_XDECREF(row);
-  Py_XDECREF(tr);
-  Py_XDECREF(grid);
-  Py_XDECREF(base);
+  int verdict = torch_fill_probe(torch, api);
   Py_DECREF(torch);
-  if (ok) g_torch_c.fill_state = 1;
+  if (verdict > 0) g_torch_c.fill_state = 1;
+  if (verdict < 0 && ++attempts < 4) g_torch_c.fill_state = 0;
 }
 
 /* The non-owning DLTensor of a torch tensor: directly for an exact
