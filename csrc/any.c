@@ -773,11 +773,6 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
     return 0;
   }
   if (tp == &PyUnicode_Type) return tvmffi_str_to_any(obj, out, temps);
-  /* The hot tensor type (torch.Tensor in a torch program) before the other
-   * kinds: a call often passes several, and each test passed costs every one. */
-  if (tp == g_hot_tensor_type && tp->tp_version_tag == g_hot_tensor_tag) {
-    return tvmffi_tensor_to_any(obj, out, temps, argpos);
-  }
   if (tp == tvmffi_numpy_ndarray_type) return tvmffi_ndarray_to_any(obj, out, temps, argpos);
   /* Registered classes (and Function) mostly derive from Object directly. */
   if (tp->tp_base == &TVMFFIObjectType) return object_to_any(obj, out, temps);
@@ -796,6 +791,9 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
   }
   /* A plain Python function (a callback argument): no protocol can apply. */
   if (tp == &PyFunction_Type) return callable_to_any(obj, out, temps);
+  if (tp == g_hot_tensor_type && tp->tp_version_tag == g_hot_tensor_tag) {
+    return tvmffi_tensor_to_any(obj, out, temps, argpos);
+  }
   return convert_slow(obj, out, temps, argpos);
 }
 
