@@ -158,12 +158,15 @@ static TVMFFIObjectHandle g_array_ctor, g_map_ctor;
 
 /* Items whose conversion runs no Python code and allocates no Python object
  * (so no garbage collection, no finalizer): None, bool, exact int, float,
- * str and bytes. */
+ * str and bytes, and FFI objects of a class deriving from Object directly
+ * (tvmffi_py_to_any reads their handle; a deeper class may be classified by
+ * Python-level lookups the first time). */
 static int items_run_no_python(PyObject* const* items, Py_ssize_t n) {
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyTypeObject* tp = Py_TYPE(items[i]);
     if (tp != &PyLong_Type && tp != &PyFloat_Type && tp != &PyUnicode_Type &&
-        tp != &PyBool_Type && items[i] != Py_None && tp != &PyBytes_Type) {
+        tp != &PyBool_Type && items[i] != Py_None && tp != &PyBytes_Type &&
+        tp->tp_base != &TVMFFIObjectType) {
       return 0;
     }
   }

@@ -411,7 +411,14 @@ PyObject* tvmffi_shape_from_owned(TVMFFIObjectHandle h) {
 }
 
 int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out) {
-  PyObject* cached = PyObject_GetAttrString(shape, "_tvm_ffi_cached_object");
+  /* An interned name: the type's attribute cache is keyed by the name's
+   * address, so a fresh string each call missed it (a full MRO walk, ~1,300
+   * instructions a Shape argument). */
+  static PyObject* name;
+  if (name == NULL && (name = PyUnicode_InternFromString("_tvm_ffi_cached_object")) == NULL) {
+    return -1;
+  }
+  PyObject* cached = PyObject_GetAttr(shape, name);
   if (cached == NULL) return -1;
   int ok = tvmffi_is_object(cached) && ((TVMFFIPyObject*)cached)->handle != NULL;
   if (ok) {

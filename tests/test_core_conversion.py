@@ -655,3 +655,29 @@ def test_object_repr():
     assert "%" not in fn_repr
     assert "%" not in repr(roundtrip([1, 2]))
     assert "%" not in repr(roundtrip({"a": 1}))
+
+
+def test_list_of_objects_converts_without_a_snapshot_and_keeps_identity():
+    # Objects of a class deriving from Object directly convert by reading their
+    # handle (no Python code), so a list of them (alone or with plain values) is
+    # read in place, without a snapshot tuple.
+    import tvmffi.testing as testing
+
+    base = [testing.create_object("testing.TestObjectBase", v_i64=i) for i in range(3)]
+    back = testing.echo(base)
+    assert [o.same_as(b) for o, b in zip(back, base)] == [True, True, True]
+    assert [o.v_i64 for o in back] == [0, 1, 2]
+    mixed = [base[0], 1, "s", None]
+    out = testing.echo(mixed)
+    assert out[0].same_as(base[0]) and list(out)[1:] == [1, "s", None]
+    assert testing.echo({"k": base[1]})["k"].same_as(base[1])
+
+
+def test_shape_argument_passes_its_object_each_call():
+    import tvmffi.testing as testing
+
+    s = tvmffi.Shape([2, 3, 4])
+    for _ in range(3):
+        back = testing.echo(s)
+        assert tuple(back) == (2, 3, 4)
+        assert back._tvm_ffi_cached_object.same_as(s._tvm_ffi_cached_object)
