@@ -665,7 +665,7 @@ def test_list_of_objects_converts_without_a_snapshot_and_keeps_identity():
 
     base = [testing.create_object("testing.TestObjectBase", v_i64=i) for i in range(3)]
     back = testing.echo(base)
-    assert [o.same_as(b) for o, b in zip(back, base)] == [True, True, True]
+    assert [o.same_as(b) for o, b in zip(back, base, strict=True)] == [True, True, True]
     assert [o.v_i64 for o in back] == [0, 1, 2]
     mixed = [base[0], 1, "s", None]
     out = testing.echo(mixed)
