@@ -32,7 +32,9 @@ def run():
         apply(cb, 200_000)
         print("no error")
     except RecursionError as err:
-        assert "C stack" in str(err), err
+        # CPython 3.12 bounds C recursion itself (its C recursion limit, which
+        # sys.setrecursionlimit does not raise): its RecursionError comes first.
+        assert "C stack" in str(err) or sys.version_info[:2] == (3, 12), err
         # The stack unwound: callbacks work again, and shallow recursion too.
         print("RecursionError", apply(cb, 50))
 stack = int(sys.argv[1])
@@ -123,7 +125,9 @@ def run():
         tvmffi.convert(value)
         print("no error")
     except RecursionError as err:
-        assert "nested container" in str(err) and "C stack" in str(err), err
+        # On CPython 3.12 its own C recursion limit may answer first (see RECURSE).
+        assert "nested container" in str(err), err
+        assert "C stack" in str(err) or sys.version_info[:2] == (3, 12), err
         print("RecursionError", len(tvmffi.convert([[1], [2]])))
 threading.stack_size(int(sys.argv[1]))
 t = threading.Thread(target=run)
