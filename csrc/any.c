@@ -505,7 +505,8 @@ typedef enum {
   K_RVALUE, /* obj._move() */
   K_DLPACK_DTYPE,  /* __dlpack_data_type__() -> (code, bits, lanes) */
   K_DLPACK_DEVICE, /* __dlpack_device__() -> (type, index), without __dlpack__ */
-  K_PROTOCOL, /* K_PROTOCOL + i for kProtocols[i] */
+  K_NUMPY_SCALAR,  /* K_NUMPY_SCALAR + NumpyScalarKind: read in place (numpy_scalar.c) */
+  K_PROTOCOL = K_NUMPY_SCALAR + NPS_COUNT, /* K_PROTOCOL + i for kProtocols[i] */
 } SlowKind;
 
 /* Whether values of `tp` are complex numbers (Python's, NumPy's): no FFI
@@ -563,6 +564,8 @@ static int classify(PyTypeObject* tp) {
   if (strcmp(tp->tp_name, "numpy.bool") == 0 || strcmp(tp->tp_name, "numpy.bool_") == 0) {
     return K_BOOL_LIKE;
   }
+  NumpyScalarKind scalar = tvmffi_numpy_scalar_kind(tp);
+  if (scalar != NPS_NONE) return K_NUMPY_SCALAR + (int)scalar;
   if (tp->tp_as_number != NULL && tp->tp_as_number->nb_index != NULL) return K_INDEX;
   if (tp->tp_as_number != NULL && tp->tp_as_number->nb_float != NULL) return K_FLOAT_LIKE;
   return K_OPAQUE;
@@ -681,11 +684,27 @@ static void remember_tensor_type(PyTypeObject* tp) {
   g_hot_tensor_tag = tag;
 }
 
+/* A NumPy scalar: read in place, or through __float__ / __index__. */
+static int numpy_scalar_to_any(PyObject* obj, NumpyScalarKind scalar, TVMFFIAny* out,
+                               TempList* temps) {
+  int read = tvmffi_numpy_scalar_to_any(obj, scalar, out);
+  if (read != 0) return read > 0 ? 0 : -1;
+  if (scalar == NPS_F32) {
+    double v = PyFloat_AsDouble(obj);
+    if (v == -1.0 && PyErr_Occurred()) return -1;
+    return float_to_any(v, out);
+  }
+  return index_to_any(obj, out, temps);
+}
+
 /* Everything that is not an exact hot type. */
 static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   int64_t unused_height;
   int kind = kind_of(Py_TYPE(obj));
   if (kind == K_TENSOR) remember_tensor_type(Py_TYPE(obj));
+  if (kind > K_NUMPY_SCALAR && kind < K_PROTOCOL) {
+    return numpy_scalar_to_any(obj, (NumpyScalarKind)(kind - K_NUMPY_SCALAR), out, temps);
+  }
   switch (kind) {
     case K_OBJECT:
       return object_to_any(obj, out, temps);

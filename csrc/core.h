@@ -186,6 +186,16 @@ PyObject* tvmffi_set_bytes_class(PyObject* self, PyObject* cls);
 /* Shape (a tuple subclass set by _set_shape_class) keeping its ffi.Shape. */
 PyObject* tvmffi_set_shape_class(PyObject* self, PyObject* cls);
 int tvmffi_is_shape_class(PyTypeObject* tp);
+/* ---- numpy_scalar.c: NumPy scalars read in place --------------------------- */
+typedef enum {
+  NPS_NONE = 0, NPS_F32, NPS_I8, NPS_I16, NPS_I32, NPS_I64, NPS_U8, NPS_U16, NPS_U32, NPS_U64,
+  NPS_COUNT
+} NumpyScalarKind;
+/* The kind of an exact NumPy scalar type read in place, or NPS_NONE. */
+NumpyScalarKind tvmffi_numpy_scalar_kind(PyTypeObject* tp);
+/* 1 with *out filled (an Int or Float), 0 when the generic route (__index__ /
+ * __float__) must convert it, -1 with an error set. */
+int tvmffi_numpy_scalar_to_any(PyObject* obj, NumpyScalarKind kind, TVMFFIAny* out);
 PyObject* tvmffi_shape_from_owned(TVMFFIObjectHandle h);
 int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out);
 

@@ -681,3 +681,31 @@ def test_shape_argument_passes_its_object_each_call():
         back = testing.echo(s)
         assert tuple(back) == (2, 3, 4)
         assert back._tvm_ffi_cached_object.same_as(s._tvm_ffi_cached_object)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "float32(1.5)", "float32(nan)", "float32(-inf)", "float32(3.4e38)", "int8(-5)",
+        "int16(-300)", "int32(-2**31)", "int64(-2**63)", "int64(2**63-1)", "uint8(255)",
+        "uint16(65535)", "uint32(2**32-1)", "uint64(2**63-1)", "uint64(2**63)",
+        "uint64(2**64-1)", "longlong(7)", "ulonglong(9)", "intc(-3)", "uintc(4)",
+    ],
+)
+def test_numpy_scalars_convert_to_their_python_value(value):
+    # NumPy scalars are read in place (csrc/numpy_scalar.c); what arrives must be
+    # exactly float(x) / operator.index(x), a uint64 beyond int64 a big int.
+    import math
+    import operator
+
+    np = pytest.importorskip("numpy")
+    import tvmffi.testing as testing
+
+    name, arg = value.split("(", 1)
+    arg = arg[:-1]
+    x = getattr(np, name)(float(arg) if name.startswith("float") else eval(arg))
+    expected = float(x) if name.startswith("float") else operator.index(x)
+    for _ in range(3):  # the first value of a type is also checked the generic way
+        got = testing.echo(x)
+        assert type(got) is type(expected)
+        assert got == expected or (math.isnan(got) and math.isnan(expected))
