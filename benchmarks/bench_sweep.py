@@ -148,6 +148,8 @@ def _values(env: dict[str, Any], quick: bool) -> list[tuple[str, str, str]]:
         "torch f32[4,4].t()": torch.zeros(4, 4).t(),
         "torch f32[32][::2]": torch.zeros(32)[::2],
         "torch f32 0-d": torch.tensor(1.0),
+        "numpy.float32 scalar": np.float32(1.5),
+        "numpy.int64 scalar": np.int64(3),
     }
     if not quick:
         common["str[1 MB]"] = "x" * (1 << 20)
@@ -169,6 +171,11 @@ def _values(env: dict[str, Any], quick: bool) -> list[tuple[str, str, str]]:
             tvm_ffi.testing.create_object("testing.TestObjectBase", v_i64=1),
         ),
         "Array (FFI)": (tvmffi.Array([1, 2, 3]), tvm_ffi.Array([1, 2, 3])),
+        "Shape": (tvmffi.Shape([2, 3, 4]), tvm_ffi.Shape([2, 3, 4])),
+        "list of 3 Objects": (
+            [tvmffi.testing.create_object("testing.TestObjectBase", v_i64=i) for i in range(3)],
+            [tvm_ffi.testing.create_object("testing.TestObjectBase", v_i64=i) for i in range(3)],
+        ),
         "Tensor": (
             tvmffi.from_dlpack(np.zeros(16, np.float32)),
             tvm_ffi.from_dlpack(np.zeros(16, np.float32)),
