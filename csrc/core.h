@@ -174,6 +174,9 @@ PyObject* tvmffi_bigint_to_py(const TVMFFIAny* v);
  * subclass set by _set_bytes_class): heap strings and bytes come back as these. */
 extern PyTypeObject TVMFFIStringType;
 int tvmffi_strbytes_init_types(PyObject* module);
+/* "_tvm_ffi_cached_object" (the FFI object a Bytes or Shape carries), interned
+ * by tvmffi_strbytes_init_types: read and set with PyObject_GetAttr/SetAttr. */
+extern PyObject* tvmffi_str_cached_object;
 /* Owned ffi.String / ffi.Bytes handle -> String / Bytes. Steals the handle. */
 PyObject* tvmffi_string_from_owned(TVMFFIObjectHandle h);
 PyObject* tvmffi_bytes_from_owned(TVMFFIObjectHandle h);

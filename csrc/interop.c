@@ -139,7 +139,7 @@ int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* te
                            Py_ssize_t argpos) {
   if (kind == OFFICIAL_NATIVE) {
     /* The proxy's attached object (what the official binding passes). */
-    PyObject* attached = PyObject_GetAttrString(obj, "_tvm_ffi_cached_object");
+    PyObject* attached = PyObject_GetAttr(obj, tvmffi_str_cached_object);
     if (attached == NULL) return -1;
     int rc = PyObject_TypeCheck(attached, g_official.cobject)
                  ? tvmffi_official_to_any(attached, OFFICIAL_OBJECT, out, temps, argpos)
@@ -219,7 +219,7 @@ PyObject* tvmffi_object_to_official(PyObject* self, PyObject* unused) {
   }
   /* A type the official binding returns as a Python-native proxy (ffi.Shape
    * as a tuple): the protocol asks for the object the proxy carries. */
-  PyObject* attached = PyObject_GetAttrString(res, "_tvm_ffi_cached_object");
+  PyObject* attached = PyObject_GetAttr(res, tvmffi_str_cached_object);
   Py_DECREF(res);
   return attached;
 }

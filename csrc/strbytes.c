@@ -322,15 +322,11 @@ int tvmffi_is_bytes_class(PyTypeObject* tp) {
 /* The instance of the Bytes class (bytes.__new__ itself, not the class's
  * Python __new__) with the object in its __dict__. */
 static PyObject* bytes_instance(PyObject* plain, PyObject* obj) {
-  static PyObject* key;
-  if (key == NULL && (key = PyUnicode_InternFromString("_tvm_ffi_cached_object")) == NULL) {
-    return NULL;
-  }
   PyObject* args = PyTuple_Pack(1, plain);
   if (args == NULL) return NULL;
   PyObject* b = PyBytes_Type.tp_new((PyTypeObject*)g_bytes_class, args, NULL);
   Py_DECREF(args);
-  if (b != NULL && PyObject_GenericSetAttr(b, key, obj) != 0) Py_CLEAR(b);
+  if (b != NULL && PyObject_GenericSetAttr(b, tvmffi_str_cached_object, obj) != 0) Py_CLEAR(b);
   return b;
 }
 
@@ -348,7 +344,7 @@ PyObject* tvmffi_bytes_from_owned(TVMFFIObjectHandle h) {
 }
 
 int tvmffi_bytes_obj_to_any(PyObject* b, TVMFFIAny* out, TempList* temps) {
-  PyObject* cached = PyObject_GetAttrString(b, "_tvm_ffi_cached_object");
+  PyObject* cached = PyObject_GetAttr(b, tvmffi_str_cached_object);
   if (cached == NULL) PyErr_Clear();
   if (cached != NULL && tvmffi_is_object(cached) && ((TVMFFIPyObject*)cached)->handle != NULL) {
     /* The object stays alive through `b`'s __dict__ for the call. */
@@ -401,7 +397,7 @@ PyObject* tvmffi_shape_from_owned(TVMFFIObjectHandle h) {
     return NULL;
   }
   PyObject* obj = tvmffi_object_new_of(&TVMFFIObjectType, h); /* takes h */
-  if (obj == NULL || PyObject_SetAttrString(shape, "_tvm_ffi_cached_object", obj) != 0) {
+  if (obj == NULL || PyObject_SetAttr(shape, tvmffi_str_cached_object, obj) != 0) {
     Py_XDECREF(obj);
     Py_DECREF(shape);
     return NULL;
@@ -411,14 +407,7 @@ PyObject* tvmffi_shape_from_owned(TVMFFIObjectHandle h) {
 }
 
 int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out) {
-  /* An interned name: the type's attribute cache is keyed by the name's
-   * address, so a fresh string each call missed it (a full MRO walk, ~1,300
-   * instructions a Shape argument). */
-  static PyObject* name;
-  if (name == NULL && (name = PyUnicode_InternFromString("_tvm_ffi_cached_object")) == NULL) {
-    return -1;
-  }
-  PyObject* cached = PyObject_GetAttr(shape, name);
+  PyObject* cached = PyObject_GetAttr(shape, tvmffi_str_cached_object);
   if (cached == NULL) return -1;
   int ok = tvmffi_is_object(cached) && ((TVMFFIPyObject*)cached)->handle != NULL;
   if (ok) {
@@ -434,7 +423,14 @@ int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out) {
   return ok ? 0 : -1;
 }
 
+/* Interned once: the type's attribute cache is keyed by the name's address,
+ * so a name made afresh for each lookup (PyObject_GetAttrString) missed it
+ * and walked the whole MRO (~1,300 instructions a Shape argument). */
+PyObject* tvmffi_str_cached_object;
+
 int tvmffi_strbytes_init_types(PyObject* module) {
+  tvmffi_str_cached_object = PyUnicode_InternFromString("_tvm_ffi_cached_object");
+  if (tvmffi_str_cached_object == NULL) return -1;
   TVMFFIStringType.tp_base = &PyUnicode_Type;
   if (PyType_Ready(&TVMFFIStringType) < 0) return -1;
   Py_INCREF(&TVMFFIStringType);
