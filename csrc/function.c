@@ -254,6 +254,17 @@ static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* con
   return res;
 }
 
+/* The call by its arity, once the function is known to be plain. Tail calls:
+ * the vectorcall's frame costs nothing on the common path. */
+static inline PyObject* call_by_arity(TVMFFIPyFunction* self, PyObject* const* args,
+                                      Py_ssize_t nargs) {
+  if (nargs == 0) return call_no_args(self->base.handle, self->safe_call, self->release_gil);
+  if (nargs <= STACK_ARGS) {
+    return call_scalars(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  }
+  return call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+}
+
 static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
                                      PyObject* kwnames) {
   TVMFFIPyFunction* self = (TVMFFIPyFunction*)callable;
@@ -267,12 +278,7 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
   }
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   if (self->builtin_flags != 0) return builtin_call(self, args, nargs);
-  /* Tail calls: this frame costs nothing on the common path. */
-  if (nargs == 0) return call_no_args(self->base.handle, self->safe_call, self->release_gil);
-  if (nargs <= STACK_ARGS) {
-    return call_scalars(self->base.handle, self->safe_call, args, nargs, self->release_gil);
-  }
-  return call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  return call_by_arity(self, args, nargs);
 }
 
 /* The vectorcall of a plain function (a callee, no builtin flags): what
@@ -281,14 +287,8 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
  * one back on a builtin), so a call goes straight to its arity's path. */
 static PyObject* plain_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
                                   PyObject* kwnames) {
-  TVMFFIPyFunction* self = (TVMFFIPyFunction*)callable;
   if (kwnames != NULL) return function_vectorcall(callable, args, nargsf, kwnames);
-  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (nargs == 0) return call_no_args(self->base.handle, self->safe_call, self->release_gil);
-  if (nargs <= STACK_ARGS) {
-    return call_scalars(self->base.handle, self->safe_call, args, nargs, self->release_gil);
-  }
-  return call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  return call_by_arity((TVMFFIPyFunction*)callable, args, PyVectorcall_NARGS(nargsf));
 }
 
 /* Function objects are garbage-collected types (their __dict__ may hold a
