@@ -684,26 +684,16 @@ static void remember_tensor_type(PyTypeObject* tp) {
   g_hot_tensor_tag = tag;
 }
 
-/* A NumPy scalar: read in place, or through __float__ / __index__. */
-static int numpy_scalar_to_any(PyObject* obj, NumpyScalarKind scalar, TVMFFIAny* out,
-                               TempList* temps) {
-  int read = tvmffi_numpy_scalar_to_any(obj, scalar, out);
-  if (read != 0) return read > 0 ? 0 : -1;
-  if (scalar == NPS_F32) {
-    double v = PyFloat_AsDouble(obj);
-    if (v == -1.0 && PyErr_Occurred()) return -1;
-    return float_to_any(v, out);
-  }
-  return index_to_any(obj, out, temps);
-}
-
 /* Everything that is not an exact hot type. */
 static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   int64_t unused_height;
   int kind = kind_of(Py_TYPE(obj));
   if (kind == K_TENSOR) remember_tensor_type(Py_TYPE(obj));
-  if (kind > K_NUMPY_SCALAR && kind < K_PROTOCOL) {
-    return numpy_scalar_to_any(obj, (NumpyScalarKind)(kind - K_NUMPY_SCALAR), out, temps);
+  if (kind > K_NUMPY_SCALAR && kind < K_PROTOCOL) { /* read in place, else as any number */
+    NumpyScalarKind scalar = (NumpyScalarKind)(kind - K_NUMPY_SCALAR);
+    int read = tvmffi_numpy_scalar_to_any(obj, scalar, out);
+    if (read != 0) return read > 0 ? 0 : -1;
+    kind = scalar == NPS_F32 ? K_FLOAT_LIKE : K_INDEX;
   }
   switch (kind) {
     case K_OBJECT:
