@@ -9,6 +9,7 @@ minimum of each side is reported.
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import platform
 import sys
@@ -103,6 +104,29 @@ double global_call_ns(tvm::ffi::String name, tvm::ffi::Array<tvm::ffi::Any> args
 """
 
 
+@functools.cache
+def _cpp_function(module: str, source: str, function: str, python_api: bool = False) -> Any:
+    """``function`` of a C++ helper built once by ``tvmffi.cpp.load_inline``, GIL kept.
+
+    ``python_api``: the source calls CPython's C API (its headers; its symbols are
+    left to load time, where the process provides them).
+    """
+    import sysconfig
+
+    import tvmffi.cpp
+
+    extra: dict[str, list[str]] = {}
+    if python_api:
+        extra = {
+            "extra_include_paths": [sysconfig.get_paths()["include"]],
+            "extra_ldflags": ["-Wl,-z,undefs"],
+        }
+    mod = tvmffi.cpp.load_inline(module, cpp_sources=source, functions=[function], **extra)
+    fn = getattr(mod, function)
+    fn.release_gil = False
+    return fn
+
+
 def runtime_call_ns(name: str, *args: Any, number: int = 200000) -> float:
     """The runtime's own cost of ``name(*args)``, called from C++ (min of 7 runs).
 
@@ -111,13 +135,8 @@ def runtime_call_ns(name: str, *args: Any, number: int = 200000) -> float:
     the row's times minus this.
     """
     import tvmffi
-    import tvmffi.cpp
 
-    mod = tvmffi.cpp.load_inline(
-        "bench_runtime_call", cpp_sources=_RUNTIME_CALL_SRC, functions=["global_call_ns"]
-    )
-    f = mod.global_call_ns
-    f.release_gil = False
+    f = _cpp_function("bench_runtime_call", _RUNTIME_CALL_SRC, "global_call_ns")
     packed = tvmffi.Array(list(args))
     return float(min(f(name, packed, number) for _ in range(7)))
 
@@ -191,19 +210,8 @@ def runtime_object_ns(kind: str, payload: bytes, number: int, runs: int = 7) -> 
     functions both bindings call (min of ``runs`` runs of ``number``): the floor
     under a row whose value travels as such an object.
     """
-    global _runtime_object_fn
-    if _runtime_object_fn is None:
-        import tvmffi.cpp
-
-        mod = tvmffi.cpp.load_inline(
-            "bench_runtime_object", cpp_sources=_RUNTIME_OBJECT_SRC, functions=["runtime_ns"]
-        )
-        _runtime_object_fn = mod.runtime_ns
-        _runtime_object_fn.release_gil = False
-    return float(min(_runtime_object_fn(kind, payload, number) for _ in range(runs)))
-
-
-_runtime_object_fn: Any = None
+    f = _cpp_function("bench_runtime_object", _RUNTIME_OBJECT_SRC, "runtime_ns")
+    return float(min(f(kind, payload, number) for _ in range(runs)))
 
 
 _PYLONG_SRC = r"""
@@ -243,24 +251,9 @@ def pylong_convert_ns(value: int, back: bool, number: int = 100000, runs: int = 
     """ns of CPython converting ``value`` to whole 64-bit words (and, with ``back``, to an
     int again): the floor under an int beyond int64, which both bindings hand to CPython
     (min of ``runs`` runs of ``number``, called from C++ with the GIL held)."""
-    global _pylong_fn
-    if _pylong_fn is None:
-        import sysconfig
-
-        import tvmffi.cpp
-
-        mod = tvmffi.cpp.load_inline(
-            "bench_pylong", cpp_sources=_PYLONG_SRC, functions=["pylong_convert_ns"],
-            extra_include_paths=[sysconfig.get_paths()["include"]],
-            extra_ldflags=["-Wl,-z,undefs"],  # CPython's functions: the process has them
-        )
-        _pylong_fn = mod.pylong_convert_ns
-        _pylong_fn.release_gil = False
+    f = _cpp_function("bench_pylong", _PYLONG_SRC, "pylong_convert_ns", python_api=True)
     nbytes = 8 * ((value.bit_length() + 1 + 63) // 64)
-    return float(min(_pylong_fn(id(value), nbytes, back, number) for _ in range(runs)))
-
-
-_pylong_fn: Any = None
+    return float(min(f(id(value), nbytes, back, number) for _ in range(runs)))
 
 
 def own_cost_table(
