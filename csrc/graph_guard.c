@@ -156,9 +156,16 @@ static int grow(void** buf, void* inline_buf, size_t* cap, size_t need, size_t e
   return 0;
 }
 
-/* Records an object child (other values have no children to recurse into). */
-static int add_object_child(Walk* w, TVMFFIObject* child);
+/* Records an object child. */
+static int add_object_child(Walk* w, TVMFFIObject* child) {
+  if (grow((void**)&w->kids, w->kids_inline, &w->kids_cap, w->nkids + 1, sizeof(TVMFFIObject*))) {
+    return -1;
+  }
+  w->kids[w->nkids++] = child;
+  return 0;
+}
 
+/* Records a value's object (other values have no children to recurse into). */
 static int add_child(Walk* w, const TVMFFIAny* v) {
   if (v->type_index < kTVMFFIStaticObjectBegin || v->v_obj == NULL) return 0;
   return add_object_child(w, v->v_obj);
@@ -422,14 +429,6 @@ static TypePlan* type_plan(int32_t ti, const TVMFFITypeInfo* info) {
   for (int32_t d = 0; d < info->type_depth; ++d) plan_add_fields(plan, info->type_ancestors[d]);
   plan_add_fields(plan, info);
   return plan;
-}
-
-static int add_object_child(Walk* w, TVMFFIObject* child) {
-  if (grow((void**)&w->kids, w->kids_inline, &w->kids_cap, w->nkids + 1, sizeof(TVMFFIObject*))) {
-    return -1;
-  }
-  w->kids[w->nkids++] = child;
-  return 0;
 }
 
 /* One field's object, through its getter; learns the field's layout. */
