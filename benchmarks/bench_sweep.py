@@ -217,42 +217,43 @@ def _container_construction_ns(value: Any) -> float | None:
     return runtime_call_ns(name, *items, number=number)
 
 
-def _value_floor_ns(value: Any, echo: bool) -> tuple[float, str]:
-    """What both bindings pay outside their own code for ``value``, and a row note.
+def _value_floors(value: Any) -> dict[str, tuple[float, str]]:
+    """What both bindings pay outside their own code for ``value``, with a row note,
+    for ``nop`` (an argument) and ``echo`` (an argument and a result).
 
     A value that travels as a runtime object is made and released by the same C
     API call in both bindings: a container (``ffi.Array`` / ``ffi.Map``), a str or
-    bytes beyond 7 bytes (``String`` / ``Bytes``), an int beyond int64 (``BigInt``),
-    an opaque object (``OpaquePyObject``); that runtime work, timed from C++, is
-    part of the row's floor. For a 1 MB result the floor also holds making the
-    Python object from the payload (``bytes`` slice, ``bytes.decode``), which any
-    binding returning it pays. Small values: 0.
+    bytes beyond 7 bytes (``String`` / ``Bytes``), an int beyond int64 (``BigInt``,
+    through CPython's digit conversion, both ways for a result), an opaque object
+    (``OpaquePyObject``); that work, timed from C++ once per value, is part of the
+    row's floor. For a 1 MB result the floor also holds making the Python object
+    from the payload (``bytes`` slice, ``bytes.decode``), which any binding
+    returning it pays. Small values: 0.
     """
     from _harness import pylong_convert_ns, runtime_object_ns
 
     built = _container_construction_ns(value)
     if built is not None:
-        return built, f" [runtime construction {_fmt(built)}]"
+        both = (built, f" [runtime construction {_fmt(built)}]")
+        return {"nop": both, "echo": both}
     kind, payload = _runtime_object_of(value)
     if kind is None:
-        return 0.0, ""
-    number = max(20, 200000 // max(1, len(payload) // 64))
-    extra = runtime_object_ns(kind, payload, number)
-    note = f"runtime object {_fmt(extra)}"
-    if kind == "bigint":  # CPython's own digit conversion, both ways for a result
-        digits = pylong_convert_ns(value, echo)
-        extra += digits
-        note += f", CPython's digit conversion {_fmt(digits)}"
-    if echo and len(payload) >= (1 << 20):
-        made = min(
-            timeit.repeat(
-                "p[1:]" if kind == "bytes" else "p.decode()", globals={"p": payload},
-                number=50, repeat=7,
-            )
-        ) / 50 * 1e9
-        extra += made
-        note += f", Python result {_fmt(made)}"
-    return extra, f" [{note}]"
+        return {"nop": (0.0, ""), "echo": (0.0, "")}
+    made = runtime_object_ns(kind, payload, max(20, 200000 // max(1, len(payload) // 64)))
+    floors = {}
+    for fn in ("nop", "echo"):
+        extra, note = made, f"runtime object {_fmt(made)}"
+        if kind == "bigint":
+            digits = pylong_convert_ns(value, fn == "echo")
+            extra += digits
+            note += f", CPython's digit conversion {_fmt(digits)}"
+        if fn == "echo" and len(payload) >= (1 << 20):
+            stmt = "p[1:]" if kind == "bytes" else "p.decode()"
+            result = min(timeit.repeat(stmt, globals={"p": payload}, number=50, repeat=7))
+            extra += result / 50 * 1e9
+            note += f", Python result {_fmt(result / 50 * 1e9)}"
+        floors[fn] = (extra, f" [{note}]")
+    return floors
 
 
 def _runtime_object_of(value: Any) -> tuple[str | None, bytes]:
@@ -278,8 +279,9 @@ def sweep_values(env: dict[str, Any], quick: bool, repeats: int, floor: float) -
     echo = Table("Arguments and results: `echo(v)`, release_gil=False", "floor")
     target = 0.002 if quick else 0.005
     for label, o, t in _values(env, quick):
+        floors = _value_floors(env[o])
         for fn, table in (("nop", nop), ("echo", echo)):
-            extra, note = _value_floor_ns(env[o], fn == "echo")
+            extra, note = floors[fn]
             table.add(
                 f"{fn}({label}){note}",
                 *_pair(f"og_{fn}({o})", f"tg_{fn}({t})", env, repeats, target),
