@@ -241,21 +241,62 @@ def host(*, subprocesses: _builtins.bool = True) -> None:
     _host(subprocesses=subprocesses)
 
 
+# Modules the official ``import tvm_ffi`` leaves as attributes, imported here on first
+# use so that ``import tvmffi`` stays light (clients read ``tvm_ffi._dtype.DataTypeCode``
+# or ``tvm_ffi._ffi_api.X`` without importing the submodule).
+_LAZY_MODULES = frozenset(
+    {
+        "codegen",
+        "cpp",
+        "utils",
+        "_dtype",
+        "_ffi_api",
+        "_optional_torch_c_dlpack",
+        "_tensor",
+        "_version",
+    }
+)
+# Plain attributes of the official package answered on first use (see __getattr__).
+_LAZY_VALUES = frozenset({"__version__", "__version_tuple__", "LIB"})
+
+
+def _is_config_mode() -> _builtins.bool:
+    """Whether this process is the config command line (``python -m tvmffi.config``).
+
+    The official package asks this to skip loading the runtime for ``tvm-ffi-config``;
+    tvmffi's config module never needs the runtime, so this only reports.
+    """
+    import os
+    import sys
+
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if getattr(spec, "name", None) in ("tvmffi.config", "tvm_ffi.config"):
+        return True
+    return os.path.basename(sys.argv[0] if sys.argv else "").startswith("tvm-ffi-config")
+
+
 def __getattr__(name: str) -> object:
-    """Import ``tvmffi.codegen``, ``cpp``, ``utils`` and ``_ffi_api`` on first use: the
-    import stays light. Clients reach ``tvm_ffi._ffi_api`` (the runtime's ``ffi.*``
-    functions) as an attribute without importing it, as the official package allows.
+    """Import the submodules in ``_LAZY_MODULES`` on first use: the import stays light.
 
     ``__version__`` is the version of the official package (``apache-tvm-ffi``)
     whose runtime tvmffi loads and whose API it answers: a client compares it with the
     runtime it was built for. tvmffi's own release is ``__tvmffi_version__``.
+    ``LIB`` is the ``ctypes.CDLL`` of that runtime (``libtvm_ffi``).
     """
-    if name in ("codegen", "cpp", "utils", "_ffi_api"):
+    if name in _LAZY_MODULES:
         import importlib
 
         return importlib.import_module("." + name, __name__)
-    if name == "__version__":
-        from ._version import official_version
+    if name in ("__version__", "__version_tuple__"):
+        from . import _version
 
-        return official_version()
+        return getattr(_version, name)
+    if name == "LIB":
+        return _lib.load_library(_lib.lib_path())
     raise AttributeError(f"module 'tvmffi' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names and those answered on first use (``_dtype``, ``cpp``, ...)."""
+    return sorted(set(globals()) | _LAZY_MODULES | _LAZY_VALUES)

@@ -17,3 +17,10 @@ __all__ = ["DataType", "DataTypeCode", "dtype"]
 def __getattr__(name: str) -> Any:
     """The other names of :mod:`tvmffi.dtype` (``float32``, ``bool``, ...)."""
     return getattr(sys.modules[__package__ + ".dtype"], name)
+
+
+def __dir__() -> list[str]:
+    """This module's names and the dtype literals :func:`__getattr__` answers."""
+    names = vars(sys.modules[__package__ + ".dtype"])
+    literals = {n for n, v in names.items() if isinstance(v, dtype)}
+    return sorted(set(globals()) | literals)

@@ -31,3 +31,35 @@ def official_version() -> str:
     except importlib.metadata.PackageNotFoundError:
         version: str = _core.tvm_ffi_version()
         return version
+
+
+def _version_tuple(version: str) -> tuple[int | str, ...]:
+    """``"0.1.15.post2"`` -> ``(0, 1, 15, "post2")``: numeric parts as ints, others kept."""
+    return tuple(int(part) if part.isdigit() else part for part in version.split("."))
+
+
+# The names of the official ``_version`` module (a setuptools-scm file), answered on
+# first use: reading the distribution's metadata is what makes them cost.
+_NAMES = (
+    "__version__",
+    "version",
+    "__version_tuple__",
+    "version_tuple",
+    "__commit_id__",
+    "commit_id",
+)
+__all__ = list(_NAMES)
+
+
+def __getattr__(name: str) -> object:
+    if name in ("__version__", "version"):
+        return official_version()
+    if name in ("__version_tuple__", "version_tuple"):
+        return _version_tuple(official_version())
+    if name in ("__commit_id__", "commit_id"):
+        return None  # the metadata of an installed wheel does not record its commit
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_NAMES))

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import (
-    ItemsView as _ItemsViewBase,
-)
-from collections.abc import (
+    Callable,
     Iterable,
     Iterator,
     Mapping,
     MutableMapping,
     MutableSequence,
     Sequence,
+)
+from collections.abc import (
+    ItemsView as _ItemsViewBase,
 )
 from collections.abc import (
     KeysView as _KeysViewBase,
@@ -506,3 +507,20 @@ for _cls, _key in (
     (Dict, "ffi.Dict"),
 ):
     _register_class(_cls, _key, install=False)
+
+
+# Helpers the official module exposes for sequence-like classes written by clients.
+normalize_index = _normalize_index
+
+
+def getitem_helper(
+    obj: Any, elem_getter: Callable[[Any, int], Any], length: int, idx: SupportsIndex | slice
+) -> Any:
+    """``obj[idx]`` for a sequence of ``length`` items read by ``elem_getter(obj, i)``.
+
+    An integer index (negative counts from the end) gives one item, ``IndexError`` when
+    out of range; a slice gives a :class:`list` of the items it selects.
+    """
+    if isinstance(idx, slice):
+        return [elem_getter(obj, i) for i in range(*idx.indices(length))]
+    return elem_getter(obj, _normalize_index(length, idx))

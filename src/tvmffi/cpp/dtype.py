@@ -65,3 +65,9 @@ def to_cpp_dtype(dtype_str: str | Any) -> str:
     if found is not None:
         return found
     raise ValueError(f"Unsupported dtype string: {name} for backend = {backend!r}")
+
+
+# The tables under the official module's names (clients read them to generate source).
+CPU_DTYPE_MAP = _CPU
+CUDA_DTYPE_MAP = _CUDA
+ROCM_DTYPE_MAP = _ROCM

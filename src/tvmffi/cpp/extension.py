@@ -504,3 +504,30 @@ def load(
     options = dict(locals())  # exactly the parameters: build's, and keep_module_alive
     keep = options.pop("keep_module_alive")
     return load_module(build(**options), keep_module_alive=keep)
+
+
+#: Whether this is Windows (the official module's flag; tvmffi builds on POSIX only).
+IS_WINDOWS = os.name == "nt"
+
+
+def build_ninja(build_dir: str) -> None:
+    """Run ``ninja`` on the ``build.ninja`` a client wrote into ``build_dir``.
+
+    tvmffi's own builds do not go through ninja; this serves clients that generate
+    a ninja file themselves. ``RuntimeError`` carries ninja's output when it fails or
+    cannot be started.
+    """
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            ["ninja", "-C", os.fspath(build_dir)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
+        )
+    except OSError as err:
+        raise RuntimeError(f"build_ninja: cannot run ninja: {err}") from None
+    if proc.returncode != 0:
+        raise RuntimeError(f"ninja failed in {build_dir} (exit {proc.returncode}):\n{proc.stdout}")

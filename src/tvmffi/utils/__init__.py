@@ -6,3 +6,12 @@ from . import kwargs_wrapper
 from .lockfile import FileLock
 
 __all__ = ["FileLock", "kwargs_wrapper"]
+
+
+def __getattr__(name: str) -> object:
+    """``unpack_dataclass``, the submodule the official package imports eagerly, on first use."""
+    if name == "unpack_dataclass":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -210,3 +210,7 @@ def make_kwargs_wrapper_from_signature(
         prototype,
         map_dataclass_to_tuple,
     )
+
+
+#: The "argument not given" sentinel under the official module's name.
+MISSING = _MISSING

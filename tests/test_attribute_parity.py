@@ -1,0 +1,196 @@
+"""After ``import tvmffi``, every attribute the official ``import tvm_ffi`` offers exists.
+
+A hosted client (``TVMFFI_HOST=1``) reads ``tvm_ffi._dtype.DataTypeCode``,
+``tvm_ffi._ffi_api.X`` or ``tvm_ffi.cpp`` right after ``import tvm_ffi``, without
+importing the submodule: the official ``__init__`` imported it. tvmffi answers those
+names on first use (``import tvmffi`` stays light), and this test walks ``dir()`` of
+the official package and of its public submodules against tvmffi's.
+
+The official names are collected in a subprocess (the official package's classes and
+tvmffi's are not loaded into one interpreter). In a submodule, a name counts when the
+official module lists it in ``__all__``, or it is public and the module's own: its
+imports (``typing`` names, stdlib modules, loggers, the binding's other modules) are
+not API. ``LEFT_OUT`` is the short list of official names tvmffi does not answer, each
+with its reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import tvmffi
+
+# Official modules compared (relative to the package); "" is the package itself.
+MODULES = (
+    "",
+    "_dtype",
+    "_ffi_api",
+    "_tensor",
+    "_version",
+    "_optional_torch_c_dlpack",
+    "access_path",
+    "container",
+    "core",
+    "cpp",
+    "cpp.dtype",
+    "cpp.extension",
+    "dataclasses",
+    "error",
+    "libinfo",
+    "module",
+    "registry",
+    "serialization",
+    "stream",
+    "structural",
+    "testing",
+    "utils",
+    "utils.kwargs_wrapper",
+    "utils.lockfile",
+)
+
+_CYTHON = "a helper class of the official Cython core; tvmffi's C core has no such layer"
+LEFT_OUT: dict[tuple[str, str], str] = {
+    ("", "CAny"): _CYTHON + " (values cross as Python objects)",
+    ("", "CContainerBase"): _CYTHON + " (containers derive from Object)",
+    ("", "torch"): "the official __init__ imports torch when installed; tvmffi does not "
+    "(import time), and tvmffi.torch is tvmffi's own module",
+    ("", "sys"): "an import of the official __init__, not API",
+    ("", "TYPE_CHECKING"): "an import of the official __init__, not API",
+    ("core", "CContainerBase"): _CYTHON,
+    ("core", "ByteArrayArg"): _CYTHON + " (bytes arguments are read in C)",
+    ("core", "DLTensorTestWrapper"): _CYTHON + " (a DLPack test fixture of the official suite)",
+    ("core", "FieldGetter"): _CYTHON + " (fields are C descriptors)",
+    ("core", "FieldSetter"): _CYTHON + " (fields are C descriptors)",
+    ("core", "ObjectRValueRef"): _CYTHON + " (moves are Object.__move_handle_from__)",
+    ("core", "PyNativeObject"): _CYTHON + " (str/bytes/Shape subclass their Python type)",
+    ("core", "ERROR_NAME_TO_TYPE"): _CYTHON + " (tvmffi.error keeps its own registry)",
+    ("core", "ERROR_TYPE_TO_NAME"): _CYTHON + " (tvmffi.error keeps its own registry)",
+    ("core", "attr_name"): "a loop variable the Cython module leaves behind",
+    ("core", "dl_dtype"): "a loop variable the Cython module leaves behind",
+    ("core", "extra_types"): "a loop variable the Cython module leaves behind",
+    ("error", "TracebackManager"): "the official Python side of backtraces; tvmffi builds "
+    "them in C (tvmffi.error)",
+}
+
+_COLLECT = r"""
+import importlib, json, logging, sys, types, typing
+
+PKG = "tvm_ffi"
+
+def own(mod, name, value):
+    if isinstance(value, types.ModuleType):
+        return value.__name__.startswith(mod.__name__ + ".")  # its own submodules
+    if isinstance(value, (typing.TypeVar, logging.Logger)) or name == "TYPE_CHECKING":
+        return False
+    if type(value).__module__ == "__future__":
+        return False
+    return not callable(value) or getattr(value, "__module__", None) == mod.__name__
+
+importlib.import_module(PKG)
+out = {}
+for rel in sys.argv[1:]:
+    mod = importlib.import_module(PKG + ("." + rel if rel else ""))
+    listed = set(getattr(mod, "__all__", ()))
+    if rel == "":
+        names = [n for n in dir(mod) if not n.startswith("__") or n in listed]
+        names += [n for n in ("__version__", "__version_tuple__") if hasattr(mod, n)]
+    else:
+        names = [
+            n for n in dir(mod)
+            if n in listed or (not n.startswith("_") and own(mod, n, getattr(mod, n)))
+        ]
+    out[rel] = sorted(set(names))
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def official() -> dict[str, list[str]]:
+    pytest.importorskip("tvm_ffi")
+    proc = subprocess.run(
+        [sys.executable, "-c", _COLLECT, *MODULES],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "TVMFFI_HOST"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: dict[str, list[str]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _ours(rel: str) -> object:
+    return importlib.import_module("tvmffi" + ("." + rel if rel else ""))
+
+
+@pytest.mark.parametrize("rel", MODULES)
+def test_every_official_name_is_answered(official: dict[str, list[str]], rel: str) -> None:
+    ours = _ours(rel)
+    missing = [
+        name for name in official[rel] if (rel, name) not in LEFT_OUT and not hasattr(ours, name)
+    ]
+    assert not missing, f"tvmffi{'.' + rel if rel else ''} lacks official names {missing}"
+
+
+def test_left_out_names_are_still_official(official: dict[str, list[str]]) -> None:
+    # A name the official package dropped leaves the list, so it stays short and true.
+    stale = [key for key in LEFT_OUT if key[1] not in official[key[0]]]
+    assert not stale, stale
+
+
+def test_submodules_are_attributes_after_a_bare_import() -> None:
+    # In a fresh interpreter: nothing else has imported them yet.
+    code = (
+        "import tvmffi\n"
+        "for name in ('_dtype', '_ffi_api', '_tensor', '_version', "
+        "'_optional_torch_c_dlpack', 'cpp', 'utils'):\n"
+        "    assert getattr(tvmffi, name).__name__ == 'tvmffi.' + name, name\n"
+        "assert tvmffi._dtype.DataTypeCode.INT == 0\n"
+        "assert tvmffi._tensor.Tensor is tvmffi.Tensor\n"
+        "assert tvmffi._version.__version__ == tvmffi.__version__\n"
+        "assert tvmffi.__version_tuple__[:2] == tuple(int(p) for p in "
+        "tvmffi.__version__.split('.')[:2])\n"
+        "assert tvmffi.LIB._name == tvmffi.lib_path()\n"
+        "assert tvmffi._is_config_mode() is False\n"
+        "assert {'_dtype', 'cpp', '__version__'} <= set(dir(tvmffi))\n"
+        "assert 'float32' in dir(tvmffi._dtype)\n"
+        "print('OK')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip() == "OK", proc.stderr[-3000:]
+
+
+def test_lazy_submodules_are_not_imported_by_import_tvmffi() -> None:
+    code = (
+        "import sys, tvmffi\n"
+        "print(sorted(m for m in ('tvmffi._tensor', 'tvmffi.cpp', 'tvmffi._version', "
+        "'tvmffi._optional_torch_c_dlpack') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr[-3000:]
+
+
+def test_container_index_helpers() -> None:
+    from tvmffi.container import getitem_helper, normalize_index
+
+    items = [10, 20, 30]
+    assert normalize_index(3, -1) == 2
+    with pytest.raises(IndexError):
+        normalize_index(3, 3)
+    assert getitem_helper(items, lambda o, i: o[i], 3, 1) == 20
+    assert getitem_helper(items, lambda o, i: o[i], 3, slice(None, None, -1)) == [30, 20, 10]
+
+
+def test_version_module_names() -> None:
+    from tvmffi import _version
+
+    assert _version.version == tvmffi.__version__
+    assert _version.version_tuple == _version._version_tuple(tvmffi.__version__)
+    assert _version._version_tuple("0.1.15.post2") == (0, 1, 15, "post2")
+    assert _version.commit_id is None
