@@ -234,6 +234,15 @@ PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg);
 PyObject* tvmffi_set_object_hooks(PyObject* self, PyObject* args);
 /* _set_pickle_hooks(reduce, setstate): Object.__reduce__ / __setstate__. */
 PyObject* tvmffi_set_pickle_hooks(PyObject* self, PyObject* args);
+/* Type index of the nearest registered class in cls's MRO (-1: none); 0, or
+ * -1 with an exception. */
+int tvmffi_class_type_index(PyTypeObject* cls, int32_t* out);
+/* obj.__move_handle_from__(other) (move_handle.c). */
+PyObject* tvmffi_object_move_handle_from(PyObject* self, PyObject* other);
+/* Installs `handle` (owned, or NULL to empty it) in a Function wrapper with
+ * the builtin flags of the wrapper it came from, and sets the call slots to
+ * match: an emptied one raises when called. */
+void tvmffi_function_set_handle(PyObject* func, TVMFFIObjectHandle handle, int builtin_flags);
 /* Handle of `obj`, known to be an Object; NULL with ValueError "<type> object
  * holds no FFI handle" when it is empty (e.g. a bare tvmffi.Object()). */
 TVMFFIObjectHandle tvmffi_object_handle(PyObject* obj);

@@ -312,6 +312,17 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
   return (PyObject*)f;
 }
 
+/* A handle moved in or out (__move_handle_from__): the general vectorcall,
+ * which checks for an empty wrapper, serves both directions; the cached
+ * call slots follow the handle. */
+void tvmffi_function_set_handle(PyObject* func, TVMFFIObjectHandle handle, int builtin_flags) {
+  TVMFFIPyFunction* f = (TVMFFIPyFunction*)func;
+  f->base.handle = handle;
+  f->safe_call = handle != NULL ? ((TVMFFIFunctionCell*)tvmffi_cell(handle))->safe_call : NULL;
+  f->vectorcall = function_vectorcall;
+  f->builtin_flags = handle != NULL ? builtin_flags : 0;
+}
+
 /* Python subclasses (class MyFunction(tvmffi.Function)) start empty and get
  * a handle later (__move_handle_from__, __init_handle_by_constructor__);
  * Function itself is only made from a handle. */

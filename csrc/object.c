@@ -65,6 +65,27 @@ static PyTypeObject* registered_class(int32_t type_index) {
   return (PyTypeObject*)cls;
 }
 
+/* Type index of the nearest class in cls's MRO that is registered for a
+ * type: 0 and *out = -1 when none is (cls derives from Object alone), -1 on
+ * error. Not on a call path (__move_handle_from__): a scan of the table. */
+int tvmffi_class_type_index(PyTypeObject* cls, int32_t* out) {
+  PyObject* mro = cls->tp_mro;
+  *out = -1;
+  for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* base = PyTuple_GET_ITEM(mro, i);
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(g_registered, &pos, &key, &value)) {
+      if (value != base) continue;
+      long index = PyLong_AsLong(key);
+      if (index == -1 && PyErr_Occurred()) return -1;
+      *out = (int32_t)index;
+      return 0;
+    }
+  }
+  return 0;
+}
+
 static PyObject* g_subclass_hook; /* Python: (type_index, ancestor class) -> class */
 static PyObject* object_getattro(PyObject* op, PyObject* name);
 
@@ -510,6 +531,8 @@ static PyMethodDef object_methods[] = {
     {"__chandle__", object_chandle, METH_NOARGS, "The raw object handle as an int."},
     {"__ctypes_handle__", tvmffi_object_ctypes_handle, METH_NOARGS,
      "The raw object handle as a ctypes.c_void_p (None when empty)."},
+    {"__move_handle_from__", tvmffi_object_move_handle_from, METH_O,
+     "__move_handle_from__(other): take other's FFI object; other is left empty."},
     {"_move", tvmffi_object_move, METH_NOARGS,
      "This object passed by move: the callee may take its reference (official name)."},
     {"__tvm_ffi_object__", tvmffi_object_to_official, METH_NOARGS,
