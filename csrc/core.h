@@ -234,6 +234,9 @@ PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg);
 PyObject* tvmffi_set_object_hooks(PyObject* self, PyObject* args);
 /* _set_pickle_hooks(reduce, setstate): Object.__reduce__ / __setstate__. */
 PyObject* tvmffi_set_pickle_hooks(PyObject* self, PyObject* args);
+/* Gives a C class (after PyType_Ready) a __new__ that clients can save and
+ * replace, as on a Python class (replaceable_new.c); leaves it mutable. */
+int tvmffi_make_new_replaceable(PyTypeObject* type);
 /* Type index of the nearest registered class in cls's MRO (-1: none); 0, or
  * -1 with an exception. */
 int tvmffi_class_type_index(PyTypeObject* cls, int32_t* out);

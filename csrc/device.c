@@ -321,7 +321,10 @@ static int add_name_table(void) {
 }
 
 int tvmffi_device_init_types(PyObject* module) {
-  if (PyType_Ready(&TVMFFIDeviceType) < 0 || add_name_table() != 0) return -1;
+  if (PyType_Ready(&TVMFFIDeviceType) < 0 || add_name_table() != 0 ||
+      tvmffi_make_new_replaceable(&TVMFFIDeviceType) < 0) {
+    return -1;
+  }
   Py_INCREF(g_device_class); /* the reference g_device_class holds */
   Py_INCREF(&TVMFFIDeviceType);
   if (PyModule_AddObject(module, "Device", (PyObject*)&TVMFFIDeviceType) < 0) return -1;

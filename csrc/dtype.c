@@ -390,6 +390,7 @@ int tvmffi_dtype_init_types(PyObject* module) {
    * the type then updates tp_dict and invalidates the method cache as on any
    * heap type. */
   TVMFFIDataTypeType.tp_flags &= ~Py_TPFLAGS_IMMUTABLETYPE;
+  if (tvmffi_make_new_replaceable(&TVMFFIDataTypeType) < 0) return -1;
   Py_INCREF(&TVMFFIDataTypeType);
   if (PyModule_AddObject(module, "dtype", (PyObject*)&TVMFFIDataTypeType) < 0) return -1;
   Py_INCREF(&TVMFFIDataTypeType);

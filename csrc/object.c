@@ -566,7 +566,10 @@ PyTypeObject TVMFFIObjectType = {
 
 int tvmffi_object_init_types(PyObject* module) {
   g_registered = PyDict_New();
-  if (g_registered == NULL || PyType_Ready(&TVMFFIObjectType) < 0) return -1;
+  if (g_registered == NULL || PyType_Ready(&TVMFFIObjectType) < 0 ||
+      tvmffi_make_new_replaceable(&TVMFFIObjectType) < 0) {
+    return -1;
+  }
   Py_INCREF(&TVMFFIObjectType);
   return PyModule_AddObject(module, "Object", (PyObject*)&TVMFFIObjectType);
 }
