@@ -2,7 +2,7 @@
 
 Each client runs in its own interpreter started with ``TVMFFI_HOST=1``: the installed
 ``tvmffi_host.pth`` hosts it before any user code, so ``import tvm_ffi`` inside TVM,
-jax-tvm-ffi and apache-tvm-ffi-orcjit answers tvmffi. The scripts in ``tests/hosted/``
+jax-tvm-ffi, apache-tvm-ffi-orcjit and xgrammar answers tvmffi. The scripts in ``tests/hosted/``
 check their results, that tvmffi answered, and that no official Python code was
 imported, and print OK.
 """
@@ -52,6 +52,13 @@ def test_tvm_hosted_builds_runs_exports_and_round_trips_tvmscript() -> None:
 def test_jax_tvm_ffi_hosted_runs_a_kernel_under_jit(tmp_path: object) -> None:
     _needs("jax_tvm_ffi")
     run_hosted("jax_smoke.py", str(tmp_path))
+
+
+def test_xgrammar_hosted_guides_decoding_with_a_json_schema() -> None:
+    # Its library through libinfo.load_lib_module, registered objects and errors, DLPack
+    # token bitmasks (xgrammar's own suite: docs/hosting.md).
+    _needs("xgrammar")
+    run_hosted("xgrammar_smoke.py")
 
 
 def test_orcjit_hosted_loads_and_runs_an_object_file(tmp_path: object) -> None:
