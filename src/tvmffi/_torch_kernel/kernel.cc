@@ -177,6 +177,9 @@ DLDataType DLTypeOf(at::ScalarType t) {
     case at::kBFloat16: return {kDLBfloat, 16, 1};
     case at::kFloat: return {kDLFloat, 32, 1};
     case at::kDouble: return {kDLFloat, 64, 1};
+    case at::kComplexHalf: return {kDLComplex, 32, 1};
+    case at::kComplexFloat: return {kDLComplex, 64, 1};
+    case at::kComplexDouble: return {kDLComplex, 128, 1};
     default: return {255, 0, 1};
   }
 }
@@ -336,6 +339,7 @@ class Kernel final : public c10::OperatorKernel {
     } catch (const ffi::Error& err) {
       ThrowAs(err.kind(), err.message());
     }
+    if (vars == nullptr) return;
     if (!BindFromSources(args, vars)) {
       ThrowAs("RuntimeError", "tvmffi.torch: the signature's checks passed a call the kernel "
                               "cannot read its sizes from");
@@ -377,18 +381,21 @@ class Kernel final : public c10::OperatorKernel {
     }
   }
 
-  // One DLTensor viewing `t` (which outlives the call).
-  void Fill(const at::Tensor& t, bool writes, DLTensor* out) const {
+  // One DLTensor viewing `t` (which outlives the call). A tensor DLPack cannot
+  // describe (its dtype or device) fails the signature's checks, which say so.
+  void Fill(const c10::IValue* args, const at::Tensor& t, bool writes, DLTensor* out) const {
     at::Device dev = t.device();
     int32_t code = DeviceCode(dev.type());
-    if (C10_UNLIKELY(code < 0)) {
-      ThrowAs("ValueError", "tvmffi.torch: tensors on " + c10::DeviceTypeName(dev.type()) +
-                                " have no DLPack device");
+    out->dtype = DLTypeOf(t.scalar_type());
+    if (C10_UNLIKELY(code < 0 || out->dtype.code == 255)) {
+      Explain(args, nullptr);
+      ThrowAs("TypeError", "tvmffi.torch: DLPack cannot describe a " +
+                               std::string(c10::getDtypeNames(t.scalar_type()).first) +
+                               " tensor on " + c10::DeviceTypeName(dev.type(), true));
     }
     out->data = writes ? t.data_ptr() : const_cast<void*>(t.const_data_ptr());
     out->device = DLDevice{static_cast<DLDeviceType>(code), DeviceId(dev)};
     out->ndim = static_cast<int32_t>(t.dim());
-    out->dtype = DLTypeOf(t.scalar_type());
     out->shape = const_cast<int64_t*>(t.sizes().data());
     out->strides = const_cast<int64_t*>(t.strides().data());
     out->byte_offset = 0;
@@ -418,7 +425,7 @@ class Kernel final : public c10::OperatorKernel {
       }
       const at::Tensor& t = p.kind == kOutput ? outs[p.index] : args[p.index].toTensor();
       DLTensor* d = &dl[next_dl++];
-      Fill(t, p.writes || p.kind == kOutput, d);
+      Fill(args, t, p.writes || p.kind == kOutput, d);
       any.type_index = kTVMFFIDLTensorPtr;
       any.v_ptr = d;
     }
