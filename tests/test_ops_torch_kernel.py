@@ -33,13 +33,20 @@ from tvmffi import _torch_kernel  # noqa: E402
 
 AXPBY = axpby_signature("k_axpby")
 CPP_AXPBY = axpby_signature("k_cpp_axpby")
-# test_eager_kernel_runs_while_another_thread_holds_the_gil: the operator's FFI
-# function waits (at most a minute) for `flag` to become 1, then sets it to 2;
-# `start` calls the operator from a new thread through torch's C dispatcher
-# entry point (aoti_torch_call_dispatcher, passed in as `call`), `join` waits.
+# test_eager_call_completes_while_another_thread_holds_the_gil: the operator's
+# FFI function waits (at most a minute) for `flag` to become 1, then sets it to 2.
+# `probe_start` makes the flag tensor in C through torch's C API (it has no
+# Python object, so releasing it needs no GIL either) and calls the operator on
+# it from a new thread through aoti_torch_call_dispatcher; `report` receives the
+# call's status, 1 once it returned, and the flag's address. The torch C
+# functions come in as addresses.
 PROBE = Signature("gil_probe", [Tensor("flag", [1], "int32", inout=True)])
-START = Signature("probe_start", [Scalar("call", "int64"), Scalar("handle", "int64")])
-JOIN = Signature("probe_join", [Tensor("status", [1], "int64")])
+START = Signature(
+    "probe_start",
+    [Tensor("report", [3], "int64")]
+    + [Scalar(name, "int64") for name in ("call", "empty", "data_ptr", "dtype", "device")],
+)
+JOIN = Signature("probe_join", [Tensor("report", [3], "int64")])
 PROBE_SOURCE = r"""
 #include <pthread.h>
 #include <stdint.h>
@@ -53,24 +60,41 @@ int gil_probe_k(int32_t* flag) {
   return 0;
 }
 typedef int32_t (*CallDispatcher)(const char*, const char*, uint64_t*);
+typedef int32_t (*EmptyStrided)(int64_t, const int64_t*, const int64_t*, int32_t, int32_t,
+                                int32_t, void**);
+typedef int32_t (*DataPtr)(void*, void**);
 static pthread_t thread;
 static CallDispatcher call_fn;
 static uint64_t stack[1];
-static int64_t status;
+static int64_t* result;
 static void* run(void* arg) {
   (void)arg;
-  status = call_fn("tvmffi_kernel_test::gil_probe", "", stack);
+  result[0] = call_fn("tvmffi_kernel_test::gil_probe", "", stack);
+  __atomic_store_n(&result[1], 1, __ATOMIC_SEQ_CST);
   return NULL;
 }
-int probe_start_k(int64_t call, int64_t handle) {
+int probe_start_k(int64_t* report, int64_t call, int64_t empty, int64_t data_ptr,
+                  int64_t dtype, int64_t device) {
+  int64_t size = 1, stride = 1;
+  void* flag = NULL;
+  void* data = NULL;
+  if (((EmptyStrided)(intptr_t)empty)(1, &size, &stride, (int32_t)dtype, (int32_t)device, 0,
+                                      &flag) != 0) {
+    return -1;
+  }
+  if (((DataPtr)(intptr_t)data_ptr)(flag, &data) != 0) return -1;
+  *(int32_t*)data = 0;
+  result = report;
+  report[0] = -1;
+  report[1] = 0;
+  report[2] = (int64_t)(intptr_t)data;
   call_fn = (CallDispatcher)(intptr_t)call;
-  stack[0] = (uint64_t)handle;
-  status = -1;
+  stack[0] = (uint64_t)(uintptr_t)flag; /* the dispatcher call takes the handle over */
   return pthread_create(&thread, NULL, run, NULL) == 0 ? 0 : -1;
 }
-int probe_join_k(int64_t* out) {
+int probe_join_k(int64_t* report) {
+  (void)report;
   pthread_join(thread, NULL);
-  out[0] = status;
   return 0;
 }
 """
@@ -131,11 +155,12 @@ def test_no_python_frame_in_an_eager_call(axpby: Any) -> None:
     assert all(c.replace(os.sep, "/").split(":")[0].endswith("torch/_ops.py") for c in calls), calls
 
 
-def test_eager_kernel_runs_while_another_thread_holds_the_gil(cache: Path) -> None:
-    # A thread without the GIL calls the operator while this test's holder thread
-    # keeps the GIL (a switch interval of 1000 s, no blocking call) until the
-    # kernel answers through `flag`, or a minute passes: a kernel that needs the
-    # GIL (the Python one) cannot answer before the holder gives up.
+def test_eager_call_completes_while_another_thread_holds_the_gil(cache: Path) -> None:
+    # A thread without the GIL calls the operator (through the dispatcher's C
+    # entry point) while this test's holder thread keeps the GIL (a switch
+    # interval of 1000 s, no blocking call) until the call has returned, or a
+    # minute passes: a call that needs the GIL anywhere (the Python kernel, or
+    # the kernel's own work) cannot return before the holder gives up.
     mod = codegen.build(
         [(PROBE, "gil_probe_k"), (START, "probe_start_k"), (JOIN, "probe_join_k")],
         sources=[PROBE_SOURCE],
@@ -146,33 +171,33 @@ def test_eager_kernel_runs_while_another_thread_holds_the_gil(cache: Path) -> No
     flag = torch.ones(1, dtype=torch.int32)
     op(flag)  # flag is 1: the kernel answers at once
     assert flag.item() == 2
-    flag.zero_()
-    cell = ctypes.c_int32.from_address(flag.data_ptr())
     libtorch = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
-    call = ctypes.cast(libtorch.aoti_torch_call_dispatcher, ctypes.c_void_p).value
-    # A new at::Tensor* (in a capsule) that the dispatcher call takes over.
-    capsule = torch._C._aoti.unsafe_alloc_void_ptr_from_tensor(flag)
-    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    handle = get_pointer(capsule, None)
+    libtorch.aoti_torch_dtype_int32.restype = ctypes.c_int32
+    libtorch.aoti_torch_device_type_cpu.restype = ctypes.c_int32
+    addresses = [
+        ctypes.cast(getattr(libtorch, f"aoti_torch_{name}"), ctypes.c_void_p).value
+        for name in ("call_dispatcher", "empty_strided", "get_data_ptr")
+    ]
+    codes = [libtorch.aoti_torch_dtype_int32(), libtorch.aoti_torch_device_type_cpu()]
+    report = torch.zeros(3, dtype=torch.int64)
+    cells = (ctypes.c_int64 * 3).from_address(report.data_ptr())
     start = mod.probe_start
     start.release_gil = False  # the holder keeps the GIL while it starts the caller
-    status = torch.zeros(1, dtype=torch.int64)
     go = threading.Event()
     outcome: list[str] = []
 
     def holder() -> None:
         go.wait()
-        start(call, handle)
-        cell.value = 1
+        start(report, *addresses, *codes)
+        ctypes.c_int32.from_address(cells[2]).value = 1
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if cell.value == 2:
-                outcome.append("answered while the GIL was held")
+            if cells[1] == 1:
+                outcome.append("returned while the GIL was held")
                 break
         else:
-            outcome.append("no answer")
-        mod.probe_join(status)  # releases the GIL: a waiting kernel can finish
+            outcome.append("no return")
+        mod.probe_join(report)  # releases the GIL: a waiting call can finish
 
     old = sys.getswitchinterval()
     thread = threading.Thread(target=holder)
@@ -183,8 +208,8 @@ def test_eager_kernel_runs_while_another_thread_holds_the_gil(cache: Path) -> No
     finally:
         thread.join()
         sys.setswitchinterval(old)
-    assert status.item() == 0  # the dispatcher call succeeded
-    assert outcome == ["answered while the GIL was held"]
+    assert outcome == ["returned while the GIL was held"]
+    assert cells[0] == 0  # the dispatcher call succeeded
 
 
 BAD_CALLS = [
