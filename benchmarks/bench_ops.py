@@ -77,12 +77,14 @@ def _ns(stmt: str, env: dict[str, Any], number: int) -> float:
     return timeit.Timer(stmt, globals=env).timeit(number) / number * 1e9
 
 
-def interleaved(stmts: list[str], env: dict[str, Any], number: int = 20000) -> list[float]:
-    """Min ns per call of each statement over ``REPEATS`` rounds that run them in turn."""
+def interleaved(
+    stmts: list[str], env: dict[str, Any], number: int = 20000, repeats: int = REPEATS
+) -> list[float]:
+    """Min ns per call of each statement over ``repeats`` rounds that run them in turn."""
     for s in stmts:
         _ns(s, env, 1000)
     best = [float("inf")] * len(stmts)
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         for i, s in enumerate(stmts):
             best[i] = min(best[i], _ns(s, env, number))
     return best
@@ -189,8 +191,9 @@ CPP_ROUTE = 4  # AXPBY_ROUTES' hand-written C++ TORCH_LIBRARY op
 
 def torch_rows(env: dict[str, Any], counts: list[float] | None) -> list[str]:
     """Markdown rows: axpby's routes then scale_'s, ns per call (and instructions)."""
-    times = interleaved([s for _, s in AXPBY_ROUTES], env)
-    times += interleaved([s for _, s in SCALE_ROUTES], env)
+    # Many short rounds: on a loaded machine the min finds the quiet moments.
+    times = interleaved([s for _, s in AXPBY_ROUTES], env, 2000, REPEATS * 10)
+    times += interleaved([s for _, s in SCALE_ROUTES], env, 2000, REPEATS * 10)
     rows = []
     for i, (name, _) in enumerate(AXPBY_ROUTES + SCALE_ROUTES):
         kernel = "axpby" if i < len(AXPBY_ROUTES) else "scale_"
