@@ -72,7 +72,7 @@ def library() -> Any:
         if "library" not in _STATE:
             try:
                 _STATE["library"] = _build()
-            except (RuntimeError, OSError) as err:  # CompileError is a RuntimeError
+            except Exception as err:  # a build or load failure of any kind: Python's kernel
                 _STATE["library"] = None
                 first = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
                 warnings.warn(
