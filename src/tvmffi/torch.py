@@ -338,10 +338,14 @@ def register_op(
     mutated arguments) and scalars in that order and returns the outputs it
     allocates (one tensor, a tuple, or None); see :func:`schema`.
 
-    Eagerly it allocates the outputs on the first input's device and calls
-    ``fn`` (on torch's current stream, which reaches the kernel as the
-    environment stream); a function that ``codegen`` did not build gets the
-    signature's checks run in Python first. Its fake implementation runs the
+    Eagerly a C++ dispatcher kernel (:mod:`tvmffi._torch_kernel`, no Python, no
+    GIL) allocates the outputs on the first input's device and calls ``fn``
+    through the C ABI (on torch's current stream, which reaches the kernel as
+    the environment stream); a function that ``codegen`` did not build gets the
+    signature's checks there first, and a call that fails them raises the
+    signature's error. Where the kernel library cannot be built, and for a
+    ``fn`` that is not an FFI function, the eager kernel is generated Python
+    doing the same (one warning for the former). Its fake implementation runs the
     signature's checks with the wrapper's messages and returns empty outputs
     of the computed shapes. Returns ``torch.ops.ns.name.default``; autograd is
     not generated (``torch.library.register_autograd`` adds it).
