@@ -40,8 +40,8 @@ void cg_zero(void) { CALLGRIND_ZERO_STATS; }
 void cg_dump(const char* name) { CALLGRIND_DUMP_STATS_AT(name); }
 """
 
-_CHILD = r"""
-import ctypes, sys
+# What the rows' statements use (the default setup of count()).
+_SETUP = r"""
 import numpy as np, torch, tvm_ffi, tvmffi
 f = tvmffi.get_global_func
 o_nop, o_echo = f("testing.nop"), f("testing.echo")
@@ -53,6 +53,11 @@ yt = y.t()
 tt = tvm_ffi.from_dlpack(x)
 ot = tvmffi.from_dlpack(x)
 v = tvmffi.TensorView(x)
+"""
+
+# Runs each statement in a loop between zeroing and dumping callgrind's counters.
+_LOOP = r"""
+import ctypes, sys
 cg = ctypes.CDLL(sys.argv[1])
 cg.cg_dump.argtypes = [ctypes.c_char_p]
 N = int(sys.argv[2])
@@ -65,8 +70,11 @@ for i, stmt in enumerate(sys.argv[3:]):
 """
 
 
-def count(stmts: list[str], n: int) -> list[float]:
-    """Instructions per iteration of a loop of each statement, in one process."""
+def count(stmts: list[str], n: int, setup: str = _SETUP) -> list[float]:
+    """Instructions per iteration of a loop of each statement, in one process.
+
+    ``setup`` is the Python code that defines the names the statements use.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         helper = os.path.join(tmp, "cg.so")
         src = os.path.join(tmp, "cg.c")
@@ -77,7 +85,7 @@ def count(stmts: list[str], n: int) -> list[float]:
         subprocess.run(
             [
                 "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                sys.executable, "-c", _CHILD, helper, str(n), *stmts,
+                sys.executable, "-c", setup + _LOOP, helper, str(n), *stmts,
             ],
             check=True, capture_output=True,
         )

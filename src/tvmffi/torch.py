@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from . import _torch_kernel
 from .codegen import Signature, signature_of
 from .codegen._check import ArgInfo, Checker, dtype_text
 from .codegen._library import op_signature
@@ -39,6 +40,8 @@ _DEVICE_NAMES = {"cpu": "cpu", "cuda": "cuda", "mps": "metal", "xpu": "oneapi"}
 # The torch.library.Library objects that hold the registrations: an operator
 # lives as long as its Library.
 _LIBRARIES: list[torch.library.Library] = []
+# The owners of the C++ kernels' registrations (see _torch_kernel): likewise kept.
+_KERNELS: list[Any] = []
 _LOCK = threading.Lock()
 
 
@@ -101,6 +104,14 @@ def _arg_info(t: torch.Tensor) -> ArgInfo:
     return ArgInfo(tuple(t.shape), _dtype_text(t.dtype), device, tuple(t.stride()))
 
 
+def _described(item: Any) -> ArgInfo:
+    """What the checks see of a tensor the C++ kernel described (see :meth:`_Plan.explain`)."""
+    dtype, kind, index, shape, *strides = item
+    device = None if kind == "meta" else (_DEVICE_NAMES.get(kind, kind), int(index))
+    dims = tuple(strides[0]) if strides else None
+    return ArgInfo(tuple(shape), _dtype_text(_torch_dtype(str(dtype))), device, dims)
+
+
 def _example(value: Any) -> Any:
     """A symbolic size as the value it has in the example being traced."""
     if isinstance(value, torch.SymInt):
@@ -126,13 +137,27 @@ class _Plan:
 
     def check(self, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """Run the signature's checks on the operator's arguments; the output shapes."""
+        return self._checked(args, _arg_info)
+
+    def explain(self, items: Any) -> None:
+        """The checks on a call the C++ kernel rejected, as it describes the call.
+
+        Each item is a scalar, or a tensor as ``[dtype name, device type, device
+        index, shape, strides]`` (no strides: not strided); raises the
+        signature's error for the call.
+        """
+        self._checked(tuple(items), _described)
+
+    def _checked(
+        self, args: tuple[Any, ...], info: Callable[[Any], ArgInfo]
+    ) -> list[tuple[Any, ...]]:
         tensors: dict[str, ArgInfo] = {}
         scalars: dict[str, object] = {}
         for p, a in zip(self.op_params, args, strict=True):
             if isinstance(p, Scalar):
                 scalars[p.name] = a
             else:
-                tensors[p.name] = _arg_info(a)
+                tensors[p.name] = info(a)
         return self.checker.output_shapes(self.checker.check(tensors, scalars))
 
     def fake(self, *args: Any) -> Any:
@@ -285,6 +310,22 @@ def _returned(outs: tuple[Any, ...]) -> Any:
     return outs[0] if len(outs) == 1 else outs
 
 
+def _register_eager(
+    lib: torch.library.Library, qualname: str, fn: Any, plan: _Plan, checked: bool
+) -> None:
+    """The eager kernel: C++ (:mod:`._torch_kernel`) for an FFI function, else Python's.
+
+    ``checked``: ``fn`` runs the signature's checks itself.
+    """
+    ns, name = qualname.split("::")
+    owner = _torch_kernel.register(ns, name, fn, plan.sig, checked, plan.explain)
+    if owner is not None:
+        _KERNELS.append(owner)
+        return
+    eager = plan.eager(fn, checked)
+    lib.impl(name, eager, "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
+
+
 def register_op(
     qualname: str, fn: Callable[..., Any], sig: Signature | None = None
 ) -> torch._ops.OpOverload:
@@ -297,10 +338,14 @@ def register_op(
     mutated arguments) and scalars in that order and returns the outputs it
     allocates (one tensor, a tuple, or None); see :func:`schema`.
 
-    Eagerly it allocates the outputs on the first input's device and calls
-    ``fn`` (on torch's current stream, which reaches the kernel as the
-    environment stream); a function that ``codegen`` did not build gets the
-    signature's checks run in Python first. Its fake implementation runs the
+    Eagerly a C++ dispatcher kernel (:mod:`tvmffi._torch_kernel`, no Python, no
+    GIL) allocates the outputs on the first input's device and calls ``fn``
+    through the C ABI (on torch's current stream, which reaches the kernel as
+    the environment stream); a function that ``codegen`` did not build gets the
+    signature's checks there first, and a call that fails them raises the
+    signature's error. Where the kernel library cannot be built, and for a
+    ``fn`` that is not an FFI function, the eager kernel is generated Python
+    doing the same (one warning for the former). Its fake implementation runs the
     signature's checks with the wrapper's messages and returns empty outputs
     of the computed shapes. Returns ``torch.ops.ns.name.default``; autograd is
     not generated (``torch.library.register_autograd`` adds it).
@@ -316,8 +361,7 @@ def register_op(
         # (torch.library's methods are untyped.)
         lib = torch.library.Library(ns, "FRAGMENT")  # type: ignore[no-untyped-call]
         lib.define(name + schema(sig))  # type: ignore[no-untyped-call]
-        eager = plan.eager(fn, checked=signature_of(fn) == sig)
-        lib.impl(name, eager, "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
+        _register_eager(lib, qualname, fn, plan, checked=signature_of(fn) == sig)
         torch.library.register_fake(qualname, plan.fake, lib=lib)
         _LIBRARIES.append(lib)
     op: torch._ops.OpOverload = getattr(getattr(torch.ops, ns), name).default
