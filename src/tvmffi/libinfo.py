@@ -217,9 +217,7 @@ def _chosen(resolved: Path, verdict: bool | Path) -> str | None:
     return str(resolved) if verdict is True else None
 
 
-def _resolve_and_validate(
-    paths: Iterable[Path], cond: Callable[[Path], bool | Path]
-) -> str | None:
+def _resolve_and_validate(paths: Iterable[Path], cond: Callable[[Path], bool | Path]) -> str | None:
     """The first path :func:`_chosen` by ``cond`` on each of ``paths`` resolved (lazily:
     later paths are not resolved); ``None`` when none is. A candidate that cannot be
     resolved or checked (``OSError``, ``AssertionError``) counts as rejected; other

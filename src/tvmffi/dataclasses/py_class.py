@@ -16,8 +16,8 @@ from __future__ import annotations
 import inspect
 import sys
 import threading
-import weakref
 import typing
+import weakref
 from collections.abc import Mapping
 from copy import copy
 from typing import Any, ClassVar, NamedTuple, TypedDict, TypeVar
@@ -308,10 +308,13 @@ def _declared_field(row: _Row, cls: type, init_props: dict[str, Any]) -> Field:
     value = row.value
     if isinstance(value, Field):
         return value if row.owner is cls else copy(value)
+    made: Field
     if isinstance(value, init_property):
         init_props[row.name] = value.func
-        return field(init=False, repr=False, hash=False, compare=False, structural_eq="ignore")
-    return field() if value is _NOT_SET else field(default=value)
+        made = field(init=False, repr=False, hash=False, compare=False, structural_eq="ignore")
+    else:
+        made = field() if value is _NOT_SET else field(default=value)
+    return made
 
 
 def _marker_types(cls: type) -> tuple[type, ...]:
