@@ -9,6 +9,7 @@ from functools import update_wrapper
 from typing import Any, TypeVar
 
 from .. import _core
+from .._dunder import _chain_fields
 from ..container import Array, Dict, List, Map
 from .field import Field
 
@@ -42,17 +43,9 @@ def fields(obj_or_cls: Any) -> tuple[Field, ...]:
             f"got {type(obj_or_cls).__name__}"
         )
     cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
-    chain = []
-    ti = getattr(cls, "__tvm_ffi_type_info__", None)
-    while ti is not None:
-        chain.append(ti)
-        ti = ti.parent_type_info
-    return tuple(
-        tf.dataclass_field
-        for info in reversed(chain)
-        for tf in info.fields or ()
-        if tf.dataclass_field is not None
-    )
+    info = getattr(cls, "__tvm_ffi_type_info__", None)
+    reflected = () if info is None else _chain_fields(info)
+    return tuple(tf.dataclass_field for tf in reflected if tf.dataclass_field is not None)
 
 
 class _ItemConversion:

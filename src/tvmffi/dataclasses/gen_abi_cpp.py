@@ -32,6 +32,7 @@ from typing import Any
 
 # From the modules ``tvmffi.core`` re-exports them from (``core`` imports this package).
 from .. import _core
+from .._dunder import _lineage
 from ..object import FieldInfo as TypeField
 from ..object import TypeInfo, get_type_info
 from ..registry import get_registered_type_keys
@@ -227,16 +228,6 @@ def _declaration_order(info: TypeInfo) -> tuple[tuple[str, ...], str, str]:
 
 
 # ---- which types ---------------------------------------------------------------------
-
-
-def _lineage(info: TypeInfo) -> list[TypeInfo]:
-    """``info`` and its ancestors, root first."""
-    chain = []
-    current: TypeInfo | None = info
-    while current is not None:
-        chain.append(current)
-        current = current.parent_type_info
-    return chain[::-1]
 
 
 def _is_python_defined(info: Any) -> bool:
