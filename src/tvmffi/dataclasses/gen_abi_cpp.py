@@ -24,6 +24,7 @@ guessed.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -190,19 +191,20 @@ def _identifier(name: str) -> str:
     return _ESCAPE + name.encode("utf-8").hex()
 
 
+@functools.cache
+def _byte_spellings() -> tuple[str, ...]:
+    """How each byte value is written inside a C++ string literal: printable ASCII as
+    itself (``"`` and ``\\`` escaped), every other byte as a three-digit octal escape, so
+    the literal's bytes do not depend on the compiler's execution character set."""
+    printable = {b: chr(b) for b in range(0x20, 0x7F)}
+    printable[ord('"')], printable[ord("\\")] = '\\"', "\\\\"
+    return tuple(printable.get(b, f"\\{b:03o}") for b in range(256))
+
+
 def _string_literal(text: str) -> str:
-    """A C++ literal of ``text``'s UTF-8 bytes, octal-escaped outside printable ASCII so the
-    bytes do not depend on the compiler's execution character set."""
-    out = []
-    for byte in text.encode("utf-8"):
-        char = chr(byte)
-        if char in '"\\':
-            out.append("\\" + char)
-        elif 0x20 <= byte < 0x7F:
-            out.append(char)
-        else:
-            out.append(f"\\{byte:03o}")
-    return '"' + "".join(out) + '"'
+    """A C++ literal of ``text``'s UTF-8 bytes (see :func:`_byte_spellings`)."""
+    spell = _byte_spellings()
+    return '"' + "".join(spell[b] for b in text.encode("utf-8")) + '"'
 
 
 @dataclass(frozen=True)
