@@ -73,17 +73,16 @@ def method(fn: Any) -> Any:
     A hook name (``__ffi_repr__``, ...) goes to the type-attribute table instead.
     ``@classmethod`` is refused: its first argument would be the class.
     """
-    if isinstance(fn, staticmethod):
-        fn.__func__.__ffi_method__ = True  # type: ignore[attr-defined]
-        return fn
     if isinstance(fn, classmethod):
         raise TypeError(
             "@tvm_ffi.method: @classmethod is not supported (the packed-call convention "
             "passes the object first); use @staticmethod or a plain instance method."
         )
-    if not callable(fn):
-        raise TypeError(f"@tvm_ffi.method: expected a callable, got {type(fn).__name__}.")
-    fn.__ffi_method__ = True
+    # The mark goes on the function itself: a staticmethod wrapper keeps its own.
+    target = fn.__func__ if isinstance(fn, staticmethod) else fn
+    if not callable(target):
+        raise TypeError(f"@tvm_ffi.method: expected a callable, got {type(target).__name__}.")
+    target.__ffi_method__ = True  # type: ignore[union-attr]
     return fn
 
 
