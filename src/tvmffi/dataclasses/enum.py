@@ -227,7 +227,8 @@ class EnumAttrMap:
 
     def get(self, variant: object, default: Any = None) -> Any:
         """The stored value, or ``default``."""
-        return self[variant] if variant in self else default
+        column = self._column() if variant in self else None
+        return default if column is None else column[variant]
 
 
 class _PayloadBehaviour:
