@@ -284,13 +284,14 @@ def init_ffi_api(namespace: str, target_module_name: str | None = None) -> None:
     2
     """
     module = sys.modules[target_module_name or namespace]
-    prefix = namespace[4:] if namespace.startswith("tvm.") else namespace
-    for name in list_global_func_names():
-        if not name.startswith(prefix + "."):
-            continue
-        short = name[len(prefix) + 1 :]
-        if "." in short:
-            continue
+    for name, short in _direct_members(namespace.removeprefix("tvm.")):
         func = get_global_func(name)
         func.__name__ = short  # type: ignore[attr-defined]
         setattr(module, short, func)
+
+
+def _direct_members(namespace: str) -> list[tuple[str, str]]:
+    """``(name, short name)`` of the registered global functions named
+    ``<namespace>.<short>`` (deeper names, ``<namespace>.sub.f``, are not members)."""
+    split = (name.rpartition(".") for name in list_global_func_names())
+    return [(f"{head}.{short}", short) for head, dot, short in split if dot and head == namespace]

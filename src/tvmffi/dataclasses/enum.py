@@ -407,19 +407,25 @@ def _find_or_make(
     return made
 
 
+def _reflected_setter(cls: type, name: str) -> Any:
+    setter = getattr(cls, name, None)
+    if not isinstance(setter, _core.FieldProperty):
+        raise TypeError(f"field {name!r} has no reflected setter")
+    return setter
+
+
 def _build_cxx(cls: type, int_index: int, v: _Variant) -> Any:
     """A variant of a C++-defined enum type: allocated bare, then filled field by field
-    through the reflected setters (keyword values only)."""
+    through the reflected setters (keyword values only; every name is checked before
+    the allocation)."""
     if v.decl.args:
         raise TypeError("C++-backed enum entries require keyword fields")
+    values = {"_int_index": int_index, "_str_index": v.str_index, **v.decl.kwargs}
+    setters = [(_reflected_setter(cls, name), value) for name, value in values.items()]
     allocate = _core._lookup_type_attr(cls.__tvm_ffi_type_info__.type_index, "__ffi_new__")  # type: ignore[attr-defined]
     if allocate is None:
         raise TypeError("enum type has no allocator")
     made = allocate()
-    values = {"_int_index": int_index, "_str_index": v.str_index, **v.decl.kwargs}
-    for name, value in values.items():
-        setter = getattr(cls, name, None)
-        if not isinstance(setter, _core.FieldProperty):
-            raise TypeError(f"field {name!r} has no reflected setter")
+    for setter, value in setters:
         setter.set(made, value)
     return made
