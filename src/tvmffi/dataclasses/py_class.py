@@ -20,7 +20,7 @@ import typing
 import weakref
 from collections.abc import Mapping
 from copy import copy
-from typing import Any, ClassVar, NamedTuple, TypedDict, TypeVar
+from typing import Any, ClassVar, TypedDict, TypeVar
 
 from typing_extensions import Unpack, dataclass_transform
 
@@ -200,20 +200,29 @@ def _method_metadata(cls: type, func: Any, is_static: bool, localns: dict[str, A
 _NOT_SET = object()
 
 
-class _Row(NamedTuple):
+# (Plain slotted classes: a NamedTuple class costs ~4M instructions to create at import.)
+class _Row:
     """An annotation that is a field (or a field marker, once evaluated)."""
 
-    owner: type
-    name: str
-    annotation: Any
-    value: Any  # what the owner's body assigned to the name, or _NOT_SET
-    after_kw_only: bool
+    __slots__ = ("after_kw_only", "annotation", "name", "owner", "value")
+
+    def __init__(
+        self, owner: type, name: str, annotation: Any, value: Any, after_kw_only: bool
+    ) -> None:
+        self.owner, self.name, self.annotation = owner, name, annotation
+        self.value = value  # what the owner's body assigned to the name, or _NOT_SET
+        self.after_kw_only = after_kw_only
 
 
-class _FieldTable(NamedTuple):
-    owners: tuple[type, ...]  # the classes with annotations the rows come from
-    rows: tuple[_Row, ...]
-    sentinels: tuple[str, ...]  # the class's own KW_ONLY names holding a class attribute
+class _FieldTable:
+    __slots__ = ("owners", "rows", "sentinels")
+
+    def __init__(
+        self, owners: tuple[type, ...], rows: tuple[_Row, ...], sentinels: tuple[str, ...]
+    ) -> None:
+        self.owners = owners  # the classes with annotations the rows come from
+        self.rows = rows
+        self.sentinels = sentinels  # the class's own KW_ONLY names holding a class attribute
 
 
 _TABLES: weakref.WeakKeyDictionary[type, _FieldTable] = weakref.WeakKeyDictionary()
