@@ -492,3 +492,128 @@ def test_int_field_refuses_other_values(value: Any) -> None:
     with pytest.raises(TypeError):
         v.i = value
     assert v.i == 0
+
+
+# ---- field resolution, written down before the rewrite (issue 30) ---------------------
+def test_fields_come_from_the_class_and_its_plain_mixins_in_base_first_order() -> None:
+    class Mixin:
+        m: int = 5
+        label: ClassVar[str] = "not a field"
+
+    @py_class(key("Base"))
+    class Base(Object):
+        a: int
+
+    @py_class(key("Child"))
+    class Child(Mixin, Base):
+        c: str = "x"
+
+    # The registered base's fields first, then the mixin's, then the class's own; a
+    # ClassVar of the mixin is not a field and its default moved into the field.
+    assert [f.name for f in fields(Child)] == ["a", "m", "c"]
+    obj = Child(1)
+    assert (obj.a, obj.m, obj.c) == (1, 5, "x")
+    assert "c" not in Child.__dict__ or not isinstance(Child.__dict__["c"], str)
+
+
+def test_kw_only_marker_covers_the_following_fields_of_later_classes_too() -> None:
+    class Mixin:
+        x: int
+        _: KW_ONLY
+        y: int = 2
+
+    @py_class(key("KwChild"))
+    class KwChild(Mixin, Object):
+        z: int = 3
+
+    kinds = {f.name: f.kw_only for f in fields(KwChild)}
+    assert kinds == {"x": False, "y": True, "z": True}
+    params = inspect.signature(KwChild).parameters
+    assert [(n, p.kind.name) for n, p in params.items()] == [
+        ("x", "POSITIONAL_OR_KEYWORD"),
+        ("y", "KEYWORD_ONLY"),
+        ("z", "KEYWORD_ONLY"),
+    ]
+    assert (KwChild(1).y, KwChild(1, z=9).z) == (2, 9)
+    with pytest.raises(TypeError):
+        KwChild(1, 2)
+
+
+def test_redeclared_mixin_field_keeps_its_place_and_takes_the_new_declaration() -> None:
+    class Mixin:
+        first: int = 1
+        second: int = 2
+
+    @py_class(key("Redeclared"))
+    class Redeclared(Mixin, Object):
+        first: int = 10
+
+    assert [f.name for f in fields(Redeclared)] == ["first", "second"]
+    assert Redeclared().first == 10
+
+
+def test_init_properties_of_a_subclass_override_in_the_base_place() -> None:
+    order: list[str] = []
+
+    @py_class(key("PropBase"))
+    class PropBase(Object):
+        v: int
+
+        @init_property
+        def double(self) -> int:
+            order.append("base.double")
+            return 2 * self.v
+
+        @init_property
+        def triple(self) -> int:
+            order.append("base.triple")
+            return 3 * self.v
+
+    @py_class(key("PropChild"))
+    class PropChild(PropBase):
+        @init_property
+        def double(self) -> int:
+            order.append("child.double")
+            return -2 * self.v
+
+    obj = PropChild(4)
+    assert (obj.double, obj.triple) == (-8, 12)
+    assert order == ["child.double", "base.triple"]
+
+
+def test_method_marks_functions_and_refuses_classmethods_and_non_callables() -> None:
+    from tvmffi.dataclasses import method
+
+    def f(self: Any) -> int:
+        return 1
+
+    assert method(f) is f and f.__ffi_method__ is True  # type: ignore[attr-defined]
+    wrapped = staticmethod(lambda: 2)
+    assert method(wrapped) is wrapped and wrapped.__func__.__ffi_method__ is True  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="classmethod is not supported"):
+        method(classmethod(f))
+    with pytest.raises(TypeError, match="expected a callable, got int"):
+        method(5)
+
+
+def test_enum_attr_map_reads_defaults_and_refuses_foreign_variants() -> None:
+    from tvmffi.dataclasses import Enum, auto
+
+    class Color(Enum, type_key=key("Color")):
+        RED = auto()
+        BLUE = auto()
+
+    class Other(Enum, type_key=key("Other")):
+        ONE = auto()
+
+    cost = Color.def_attr("cost", default=-1)
+    bare = Color.def_attr("bare")
+    assert cost.name == "cost" and cost[Color.RED] == -1 and Color.RED not in cost
+    cost[Color.RED] = 7
+    assert cost[Color.RED] == 7 and Color.RED in cost and cost.get(Color.BLUE, 0) == 0
+    assert Color.def_attr("cost")[Color.RED] == 7  # one state, shared by every view
+    with pytest.raises(KeyError, match="no extensible attribute 'bare'"):
+        bare[Color.BLUE]
+    assert bare.get(Color.BLUE) is None and Other.ONE not in cost
+    with pytest.raises(TypeError, match="expected Color, got Other"):
+        cost[Other.ONE] = 1

@@ -718,3 +718,32 @@ def test_list_pop_and_reverse() -> None:
     lst.clear()
     with pytest.raises(IndexError):
         lst.pop()
+
+
+# ---- container protocol, written down before the rewrite (issue 30) --------------------
+def test_dict_pop_default_and_argument_count() -> None:
+    d = Dict({"a": 1})
+    assert d.pop("missing", None) is None and d.pop("missing", 0) == 0
+    with pytest.raises(KeyError):
+        d.pop("missing")
+    with pytest.raises(TypeError, match="pop expected at most 2 arguments, got 3"):
+        d.pop("a", 1, 2)
+    assert d.pop("a") == 1 and len(d) == 0
+
+
+def test_list_insert_clamps_like_python_lists() -> None:
+    for index in (-10, -1, 0, 2, 10):
+        ours, plain = List([1, 2, 3]), [1, 2, 3]
+        ours.insert(index, 0)
+        plain.insert(index, 0)
+        assert list(ours) == plain, index
+
+
+def test_sequence_and_map_equality_and_containment() -> None:
+    arr = Array([1, [2, 3]])
+    assert arr == [1, [2, 3]] and arr == (1, (2, 3)) and arr != [1]
+    assert arr.__eq__("12") is NotImplemented and arr.__eq__({1: 2}) is NotImplemented
+    assert [2, 3] in arr and (2, 3) in arr and "x" not in arr and [9] not in arr
+    m = Map({"k": 1})
+    assert m == Map({"k": 1}) and m != Map({"k": 2}) and m.__eq__({"k": 1}) is NotImplemented
+    assert Map(None) == Map({}) and dict(Dict({1: 2, 3: 4})) == {1: 2, 3: 4}

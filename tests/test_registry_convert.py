@@ -491,3 +491,23 @@ def test_nested_error_backtrace_keeps_each_frame_once() -> None:
     # The native caller of the callback is in it, outside the Python frames.
     assert bt.count("TestApply") == 1
     assert bt.find("TestRaiseError") < bt.find("<lambda>") < bt.find("TestApply")
+
+
+def test_register_global_func_forms(unique_name: str) -> None:
+    # name and function; name then decorator; bare decorator (its __name__).
+    f = tvmffi.register_global_func(unique_name + "_a", lambda x: x + 1)
+    assert isinstance(f, tvmffi.Function) and f(1) == 2
+
+    @tvmffi.register_global_func(unique_name + "_b")
+    def twice(x: int) -> int:
+        return 2 * x
+
+    assert isinstance(twice, tvmffi.Function) and tvmffi.get_global_func(unique_name + "_b")(4) == 8
+    with pytest.raises(RuntimeError):
+        tvmffi.register_global_func(unique_name + "_b", lambda: 0)
+    tvmffi.register_global_func(unique_name + "_b", lambda: 0, override=True)
+    assert tvmffi.get_global_func(unique_name + "_b")() == 0
+    with pytest.raises(ValueError, match="expect string function name"):
+        tvmffi.register_global_func(5)  # type: ignore[arg-type]
+    for suffix in ("_a", "_b"):
+        tvmffi.remove_global_func(unique_name + suffix)

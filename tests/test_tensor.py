@@ -929,3 +929,40 @@ def test_calls_use_torch_current_stream() -> None:
     with tvmffi.use_raw_stream(dev, 0xABC), torch.cuda.stream(s):
         T.apply(probe, x)  # an explicit stream context wins
     assert seen[-1] == 0xABC
+
+
+def test_use_torch_stream_enters_torch_context_then_its_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A stand-in torch (no CUDA needed): the torch context is entered first, then torch's
+    # current stream (read after it) is the environment stream of its device until exit;
+    # a failure reading it leaves the torch context exited again.
+    import types
+
+    log: list[str] = []
+    dev = tvmffi.cpu(0)
+
+    class Current:
+        device, cuda_stream = "cpu:0", 0x77
+
+    class TorchContext:
+        def __enter__(self) -> None:
+            log.append("enter")
+
+        def __exit__(self, *exc: Any) -> None:
+            log.append("exit")
+
+    fake = types.ModuleType("torch")
+    fake.cuda = types.SimpleNamespace(current_stream=Current)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    with tvmffi.use_torch_stream(TorchContext()):
+        assert log == ["enter"] and tvmffi.get_raw_stream(dev) == 0x77
+    assert log == ["enter", "exit"] and tvmffi.get_raw_stream(dev) == 0
+
+    def broken() -> Any:
+        raise RuntimeError("no CUDA")
+
+    fake.cuda = types.SimpleNamespace(current_stream=broken)  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError, match="no CUDA"), tvmffi.use_torch_stream(TorchContext()):
+        pass
+    assert log == ["enter", "exit", "enter", "exit"]

@@ -128,3 +128,26 @@ def test_property_same_as_astuple(pairs: list[tuple[int, float]]) -> None:
     holder = Holder([Point(x, y) for x, y in pairs], Point(*pairs[0]) if pairs else None)
     expected = dataclasses.astuple(holder)
     assert unpack_dataclass_to_tuple(holder) == expected
+
+
+def test_container_subclasses_and_other_values_per_type() -> None:
+    # Behaviour written down before the rewrite (issue 30): lists and tuples keep their
+    # type (a subclass too), dicts become plain dicts, other values come back as is;
+    # a second call on the same types gives the same answers (the handler is cached).
+    class Items(list):  # type: ignore[type-arg]
+        pass
+
+    class Table(dict):  # type: ignore[type-arg]
+        pass
+
+    @dataclasses.dataclass
+    class P:
+        x: int
+
+    marker = object()
+    for _ in range(2):
+        items = unpack_dataclass_to_tuple(Items([P(1), marker]))
+        assert type(items) is Items and items == [(1,), marker]
+        table = unpack_dataclass_to_tuple(Table(a=P(2)))
+        assert type(table) is dict and table == {"a": (2,)}
+        assert unpack_dataclass_to_tuple(marker) is marker

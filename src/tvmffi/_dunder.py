@@ -14,6 +14,7 @@ import copy
 import functools
 import inspect
 import sys
+from collections import ChainMap
 from collections.abc import Callable
 from typing import Any
 
@@ -24,14 +25,15 @@ from .object import MISSING, TypeInfo, _kwargs_marker, _repr_hook
 __all__ = ["_install_dataclass_dunders"]
 
 
+def _lineage(type_info: TypeInfo) -> list[TypeInfo]:
+    """``type_info`` and its ancestors, root type first."""
+    parent = type_info.parent_type_info
+    return [type_info] if parent is None else [*_lineage(parent), type_info]
+
+
 def _chain_fields(type_info: TypeInfo) -> list[Any]:
     """All reflected fields, root type's first."""
-    chain: list[TypeInfo] = []
-    ti: TypeInfo | None = type_info
-    while ti is not None:
-        chain.append(ti)
-        ti = ti.parent_type_info
-    return [f for info in reversed(chain) for f in info.fields or ()]
+    return [f for info in _lineage(type_info) for f in info.fields or ()]
 
 
 def _make_init_signature(type_info: TypeInfo) -> inspect.Signature:
@@ -51,11 +53,12 @@ def _make_init_signature(type_info: TypeInfo) -> inspect.Signature:
 
 
 def _collect_init_property_funcs(type_cls: type) -> list[tuple[str, Callable[..., Any]]]:
-    """``(name, func)`` of every ``init_property``, root class first (a subclass's wins)."""
-    funcs: dict[str, Callable[..., Any]] = {}
-    for cls in reversed(type_cls.__mro__):
-        funcs.update(cls.__dict__.get("__ffi_init_property_funcs__", {}))
-    return list(funcs.items())
+    """``(name, func)`` of every ``init_property`` of the class and its bases: each
+    class body's table (``__ffi_init_property_funcs__``) layered over its bases', so a
+    name comes in the place of the root-most class declaring it, with the function of the
+    most derived one."""
+    layers = [vars(k).get("__ffi_init_property_funcs__", {}) for k in type_cls.__mro__]
+    return list(ChainMap(*layers).items())
 
 
 def _pack_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
@@ -192,17 +195,21 @@ def _make_no_init(cls: type) -> Callable[..., None]:
     return __init__
 
 
-def _wrap_user_init(user_init: Callable[..., None], ffi_new: Any) -> Callable[..., None]:
-    """A ``@py_class`` body's own ``__init__``: the object is allocated (fields at their
-    zero values) before it runs, so it may set fields or call ``self.__ffi_init__``."""
+def _allocate_if_new(obj: Any, ffi_new: Any) -> None:
+    """Give ``obj`` its FFI object (fields at their zero values) unless it has one."""
+    if obj.__chandle__() == 0:
+        obj.__init_handle_by_constructor__(ffi_new)
 
-    @functools.wraps(user_init)
+
+def _wrap_user_init(user_init: Callable[..., None], ffi_new: Any) -> Callable[..., None]:
+    """A ``@py_class`` body's own ``__init__``, run on an allocated object so that it may
+    set fields or call ``self.__ffi_init__`` (it keeps the body's name and signature)."""
+
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if self.__chandle__() == 0:
-            self.__init_handle_by_constructor__(ffi_new)
+        _allocate_if_new(self, ffi_new)
         user_init(self, *args, **kwargs)
 
-    return __init__
+    return functools.update_wrapper(__init__, user_init)
 
 
 def _refuse_copy(self: Any) -> Any:

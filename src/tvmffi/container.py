@@ -42,6 +42,17 @@ _seq_getitem = _core._seq_getitem
 _init_handle = _core._init_handle
 
 
+# ``pop``'s "no default given" (the runtime's MISSING is a value a Dict may hold).
+_ABSENT: Any = object()
+
+
+def _one_default(method: str, given: tuple[Any, ...]) -> Any:
+    """The optional default of ``method(key[, default])``; ``_ABSENT`` when not given."""
+    if len(given) > 1:
+        raise TypeError(f"{method} expected at most 2 arguments, got {1 + len(given)}")
+    return given[0] if given else _ABSENT
+
+
 def _normalize_index(length: int, idx: SupportsIndex) -> int:
     """``idx`` as a non-negative index below ``length``; ``IndexError`` otherwise."""
     index = idx.__index__()
@@ -55,27 +66,45 @@ def _ne(self: Any, other: object) -> Any:
     return result if result is NotImplemented else not result
 
 
-def _sequence_compare_other(this: object, other: object) -> Any:
-    """A plain Python sequence as a container of ``this``'s type, for ``==``."""
-    if isinstance(other, (str, bytes, Mapping)) or not isinstance(other, Sequence):
-        return NotImplemented
+def _related(a: object, b: object) -> bool:
+    """Whether one of the two is an instance of the other's type."""
+    return isinstance(b, type(a)) or isinstance(a, type(b))
+
+
+def _recursive_eq(a: object, b: object) -> bool:
+    return bool(_g("ffi.RecursiveEq")(a, b))
+
+
+def _converted(kind: type, value: object, failure: Any) -> Any:
+    """``kind(value)``, or ``failure`` when the container refuses the value."""
     try:
-        return type(this)(other)  # type: ignore[call-arg]
+        return kind(value)
     except (TypeError, ValueError):
+        return failure
+
+
+def _is_plain_sequence(value: object) -> bool:
+    """A Python sequence compared by content (strings and bytes are values)."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def _sequence_peer(this: object, other: object) -> Any:
+    """What ``this`` compares with structurally for ``this == other``: ``other`` itself
+    when of a related type, a plain sequence converted to ``this``'s type, otherwise
+    ``NotImplemented``."""
+    if _related(this, other):
+        return other
+    if not _is_plain_sequence(other):
         return NotImplemented
+    return _converted(type(this), other, NotImplemented)
 
 
 def _sequence_contains(this: Any, value: object, ffi_contains: str) -> bool:
     """Runtime containment, then a structural one for nested plain sequences."""
     if _g(ffi_contains)(this, value):
         return True
-    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
-        return False
-    try:
-        probe = type(this)(value)
-    except (TypeError, ValueError):
-        return False
-    return any(item == probe for item in this)
+    probe = _converted(type(this), value, None) if _is_plain_sequence(value) else None
+    return probe is not None and any(item == probe for item in this)
 
 
 class _FFISequence(Object):
@@ -111,11 +140,8 @@ class _FFISequence(Object):
 
     def __eq__(self, other: object) -> bool:
         """Structural equality; plain lists and tuples compare by content."""
-        if not (isinstance(other, type(self)) or isinstance(self, type(other))):
-            other = _sequence_compare_other(self, other)
-            if other is NotImplemented:
-                return NotImplemented
-        return bool(_g("ffi.RecursiveEq")(self, other))
+        peer = _sequence_peer(self, other)
+        return NotImplemented if peer is NotImplemented else _recursive_eq(self, peer)
 
     __ne__ = _ne
 
@@ -230,10 +256,9 @@ class List(_FFISequence, MutableSequence[Any]):
         _g("ffi.ListErase")(self, _normalize_index(len(self), index))
 
     def insert(self, index: int, value: Any) -> None:
-        """Insert ``value`` before ``index`` (clamped like ``list.insert``)."""
-        n = len(self)
-        index = max(0, index + n) if index < 0 else min(index, n)
-        _g("ffi.ListInsert")(self, index, value)
+        """Insert ``value`` before ``index`` (clamped like ``list.insert``: a slice start)."""
+        start = slice(index, None).indices(len(self))[0]
+        _g("ffi.ListInsert")(self, start, value)
 
     def append(self, value: Any) -> None:
         """Append ``value`` at the end."""
@@ -305,12 +330,8 @@ class ItemsView(_MapView, _ItemsViewBase[Any, Any]):
 
 
 def _flatten(mapping: Mapping[Any, Any] | None) -> list[Any]:
-    out: list[Any] = []
-    if mapping is not None:
-        for k, v in mapping.items():
-            out.append(k)
-            out.append(v)
-    return out
+    """``k0, v0, k1, v1, ...``: the arguments the runtime's Map and Dict constructors take."""
+    return [] if mapping is None else list(itertools.chain.from_iterable(mapping.items()))
 
 
 class _MapBase(Object):
@@ -375,9 +396,7 @@ class _MapBase(Object):
 
     def __eq__(self, other: object) -> bool:
         """Structural equality with a Map or Dict; other values are ``NotImplemented``."""
-        if not (isinstance(other, type(self)) or isinstance(self, type(other))):
-            return NotImplemented
-        return bool(_g("ffi.RecursiveEq")(self, other))
+        return _recursive_eq(self, other) if _related(self, other) else NotImplemented
 
     __ne__ = _ne
 
@@ -450,15 +469,14 @@ class Dict(_MapBase, MutableMapping[Any, Any]):
 
     def pop(self, key: Any, *default: Any) -> Any:
         """Remove ``key`` and return its value, or ``default`` when absent."""
-        if len(default) > 1:
-            raise TypeError(f"pop expected at most 2 arguments, got {1 + len(default)}")
-        value = self.get(key, MISSING)
-        if value is MISSING:
-            if default:
-                return default[0]
+        fallback = _one_default("pop", default)
+        value = self.get(key, _ABSENT)
+        if value is not _ABSENT:
+            _g("ffi.DictErase")(self, key)
+            return value
+        if fallback is _ABSENT:
             raise KeyError(key)
-        _g("ffi.DictErase")(self, key)
-        return value
+        return fallback
 
     def clear(self) -> None:
         """Remove every entry."""

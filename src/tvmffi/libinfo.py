@@ -13,6 +13,7 @@ import ctypes
 import os
 import sys
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -208,25 +209,25 @@ def _find_library_by_basename(
     )
 
 
-def _resolve_and_validate(
-    paths: Iterable[Path], cond: Callable[[Path], bool | Path]
-) -> str | None:
-    """The first of ``paths``, resolved, that ``cond`` accepts, as a string; ``None`` if none.
+def _chosen(resolved: Path, verdict: bool | Path) -> str | None:
+    """What a condition's verdict on ``resolved`` picks: ``True`` the path itself, a
+    :class:`~pathlib.Path` that path instead, anything else nothing."""
+    if isinstance(verdict, Path):
+        return str(verdict)
+    return str(resolved) if verdict is True else None
 
-    ``cond`` gets each resolved path and answers ``True`` (take it), ``False`` (try the
-    next) or a :class:`~pathlib.Path` to answer instead (as is). A candidate whose
-    resolution or check raises ``OSError`` or ``AssertionError`` is skipped; other
+
+def _resolve_and_validate(paths: Iterable[Path], cond: Callable[[Path], bool | Path]) -> str | None:
+    """The first path :func:`_chosen` by ``cond`` on each of ``paths`` resolved (lazily:
+    later paths are not resolved); ``None`` when none is. A candidate that cannot be
+    resolved or checked (``OSError``, ``AssertionError``) counts as rejected; other
     errors propagate. The official binding's private helper, which TVM's ``libinfo``
     and RPC server call; the library lookup above uses it too.
     """
     for path in paths:
-        try:
+        with suppress(OSError, AssertionError):
             resolved = path.resolve()
-            verdict = cond(resolved)
-        except (OSError, AssertionError):
-            continue
-        if isinstance(verdict, Path):
-            return str(verdict)
-        if verdict is True:
-            return str(resolved)
+            picked = _chosen(resolved, cond(resolved))
+            if picked is not None:
+                return picked
     return None

@@ -9,6 +9,7 @@ functions of a registry namespace (the ``_ffi_api.py`` idiom).
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -134,19 +135,27 @@ def register_global_func(
     42
     >>> tvmffi.remove_global_func("example.twice")
     """
-    if not isinstance(func_name, str):
-        f = func_name
-        func_name = getattr(f, "__name__", None)  # type: ignore[assignment]
-    if not isinstance(func_name, str):
+    name, target = _name_and_target(func_name, f)
+    decorator = functools.partial(_register_as, name, bool(override))
+    return decorator if target is None else decorator(target)
+
+
+def _name_and_target(
+    func_name: str | Callable[..., Any], f: Callable[..., Any] | None
+) -> tuple[str, Callable[..., Any] | None]:
+    """What a :func:`register_global_func` call names and registers (``None``: the
+    decorator's argument, later): a callable given as ``func_name`` (bare decorator
+    use) is registered under its ``__name__``."""
+    if isinstance(func_name, str):
+        return func_name, f
+    name = getattr(func_name, "__name__", None)
+    if not isinstance(name, str):
         raise ValueError("expect string function name")
-    name: str = func_name
+    return name, func_name
 
-    def register(myf: Callable[..., Any]) -> Function:
-        return _core.register_global_func(name, myf, bool(override))
 
-    if f is not None:
-        return register(f)
-    return register
+def _register_as(name: str, override: bool, func: Callable[..., Any]) -> Function:
+    return _core.register_global_func(name, func, override)
 
 
 def remove_global_func(name: str) -> None:
@@ -275,13 +284,14 @@ def init_ffi_api(namespace: str, target_module_name: str | None = None) -> None:
     2
     """
     module = sys.modules[target_module_name or namespace]
-    prefix = namespace[4:] if namespace.startswith("tvm.") else namespace
-    for name in list_global_func_names():
-        if not name.startswith(prefix + "."):
-            continue
-        short = name[len(prefix) + 1 :]
-        if "." in short:
-            continue
+    for name, short in _direct_members(namespace.removeprefix("tvm.")):
         func = get_global_func(name)
         func.__name__ = short  # type: ignore[attr-defined]
         setattr(module, short, func)
+
+
+def _direct_members(namespace: str) -> list[tuple[str, str]]:
+    """``(name, short name)`` of the registered global functions named
+    ``<namespace>.<short>`` (deeper names, ``<namespace>.sub.f``, are not members)."""
+    split = (name.rpartition(".") for name in list_global_func_names())
+    return [(f"{head}.{short}", short) for head, dot, short in split if dot and head == namespace]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from contextlib import ExitStack
 from types import TracebackType
 from typing import Any
 
@@ -170,15 +171,15 @@ class TorchStreamContext:
 
     def __init__(self, context: Any) -> None:
         self.torch_context = context
-        self._ffi: StreamContext | None = None
+        self._entered: ExitStack | None = None
 
     def __enter__(self) -> TorchStreamContext:
-        torch = sys.modules["torch"]
-        if self.torch_context:
-            self.torch_context.__enter__()
-        cur = torch.cuda.current_stream()
-        self._ffi = StreamContext(Device(str(cur.device)), cur.cuda_stream)
-        self._ffi.__enter__()
+        with ExitStack() as entered:  # a failure on the way leaves nothing entered
+            if self.torch_context:
+                entered.enter_context(self.torch_context)
+            # Read only now: the torch context just entered may have changed it.
+            entered.enter_context(_torch_stream_context())
+            self._entered = entered.pop_all()
         return self
 
     def __exit__(
@@ -187,11 +188,15 @@ class TorchStreamContext:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.torch_context:
-            self.torch_context.__exit__(exc_type, exc, tb)
-        if self._ffi is not None:
-            self._ffi.__exit__(exc_type, exc, tb)
-            self._ffi = None
+        entered, self._entered = self._entered, None
+        if entered is not None:
+            entered.__exit__(exc_type, exc, tb)
+
+
+def _torch_stream_context() -> StreamContext:
+    """A :class:`StreamContext` of torch's current CUDA stream, on its device."""
+    current = sys.modules["torch"].cuda.current_stream()
+    return StreamContext(Device(str(current.device)), current.cuda_stream)
 
 
 def use_torch_stream(context: Any = None) -> TorchStreamContext:

@@ -486,24 +486,31 @@ def _typed_with_region_kind(callbacks: Any, api_name: str) -> list[tuple[int, Ca
     return [(index, _with_region_kind(fn)) for index, fn in _typed(callbacks, api_name)]
 
 
+def _bind_error(sig: inspect.Signature, count: int) -> TypeError | None:
+    """Why ``sig`` cannot take ``count`` positional arguments (``None`` when it can)."""
+    try:
+        sig.bind(*range(count))
+    except TypeError as err:
+        return err
+    return None
+
+
 def _accepts_inplace_mode(callback: Callable[..., Any]) -> bool:
-    """Whether a mutate callback takes the optional third ``inplace_mode`` argument."""
+    """Whether a mutate callback takes the optional third ``inplace_mode`` argument;
+    ``TypeError`` when it takes neither three arguments nor two. A callable without a
+    signature (some builtins) is taken to want two."""
     try:
         sig = inspect.signature(callback)
-    except (TypeError, ValueError):  # no signature (some builtins): two arguments
+    except (TypeError, ValueError):
         return False
-    try:
-        sig.bind(None, None, InplaceMode.DISALLOW)
+    if _bind_error(sig, 3) is None:
         return True
-    except TypeError:
-        pass
-    try:
-        sig.bind(None, None)
-    except TypeError as err:
+    two = _bind_error(sig, 2)
+    if two is not None:
         raise TypeError(
             "structural_mutate callback must accept (value, mutator) or "
             "(value, mutator, inplace_mode)"
-        ) from err
+        ) from two
     return False
 
 

@@ -110,15 +110,18 @@ def _cpp_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def _exports(name: str, doc: str) -> list[str]:
+    """The export macro of one function, and of its docstring when it has one."""
+    macros = [f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({name}, {name});"]
+    if doc:
+        macros.append(f"TVM_FFI_DLL_EXPORT_TYPED_FUNC_DOC({name}, {_cpp_string(doc)});")
+    return macros
+
+
 def _decorate(source: str, docs: Mapping[str, str]) -> str:
-    """The source with the FFI headers before it and one export per function after it."""
-    lines = [*_HEADERS, "", source, ""]
-    for name, doc in docs.items():
-        lines.append(f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({name}, {name});")
-        if doc:
-            lines.append(f"TVM_FFI_DLL_EXPORT_TYPED_FUNC_DOC({name}, {_cpp_string(doc)});")
-    lines.append("")
-    return "\n".join(lines)
+    """The source with the FFI headers before it and the functions' exports after it."""
+    exports = [macro for name, doc in docs.items() for macro in _exports(name, doc)]
+    return "\n".join([*_HEADERS, "", source, "", *exports, ""])
 
 
 def _cache_root() -> str:

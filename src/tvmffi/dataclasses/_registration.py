@@ -18,7 +18,7 @@ from collections.abc import Collection
 from typing import Any
 
 from .. import _core
-from .._dunder import _pack_args
+from .._dunder import _find_ffi_init, _pack_args
 from ..function import _cached_global_func
 from ..object import (
     _COMPARE_OFF,
@@ -307,29 +307,27 @@ def install_ffi_init_attr(cls: type, info: TypeInfo, ffi_init: Any) -> None:
     cls.__ffi_init__ = __ffi_init__  # type: ignore[attr-defined]
 
 
+def _method_attr(method: Any) -> Any:
+    """How a reflected method appears on the class: a ``staticmethod``, or a bound-method
+    descriptor carrying the method's doc."""
+    if method.is_static:
+        return staticmethod(method.func)
+    return _core.MethodDescriptor(method.func, False, method.doc or None)
+
+
 def add_class_attrs(cls: type, info: TypeInfo, type_attr_names: Collection[str] = ()) -> type:
     """Install ``info``'s own fields, methods, ``__ffi_init__`` and type attrs on ``cls``.
 
-    Names the class body defines itself are left alone.
+    Names the class body defines itself are left alone (for methods: names the class
+    has at all, inherited ones too).
     """
     for f in info.fields or ():
         if f.name not in cls.__dict__:
             setattr(cls, f.name, f.as_property(cls))
-    ffi_init = None
     for m in info.methods:
-        if m.name == "__ffi_init__":
-            ffi_init = m.func
-            continue
-        if not hasattr(cls, m.name):
-            setattr(
-                cls,
-                m.name,
-                staticmethod(m.func)
-                if m.is_static
-                else _core.MethodDescriptor(m.func, False, m.doc or None),
-            )
-    if ffi_init is None:
-        ffi_init = _core._lookup_type_attr(info.type_index, "__ffi_init__")
+        if m.name != "__ffi_init__" and not hasattr(cls, m.name):
+            setattr(cls, m.name, _method_attr(m))
+    ffi_init = _find_ffi_init(info)
     if ffi_init is not None and "__ffi_init__" not in cls.__dict__:
         install_ffi_init_attr(cls, info, ffi_init)
     add_type_attr_class_attrs(cls, info, type_attr_names)
@@ -337,8 +335,10 @@ def add_class_attrs(cls: type, info: TypeInfo, type_attr_names: Collection[str] 
 
 
 def add_type_attr_class_attrs(cls: type, info: TypeInfo, type_attr_names: Collection[str]) -> None:
-    """Set each of ``type_attr_names`` the type has in the type-attribute table on ``cls``."""
-    for name in type_attr_names:
-        value = _core._lookup_type_attr(info.type_index, name)
-        if value is not None and name not in cls.__dict__:
+    """Set each of ``type_attr_names`` the type has in the type-attribute table on ``cls``,
+    unless the class body defines it."""
+    absent = [name for name in type_attr_names if name not in cls.__dict__]
+    values = {name: _core._lookup_type_attr(info.type_index, name) for name in absent}
+    for name, value in values.items():
+        if value is not None:
             setattr(cls, name, value)

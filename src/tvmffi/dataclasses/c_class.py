@@ -98,22 +98,24 @@ class _PayloadEnumProperty:
         return None if self._field.fset is None else self.set
 
 
+def _unannotated_fields(cls: type, type_info: TypeInfo) -> list[str]:
+    """The type's own reflected fields that the class body does not annotate, sorted."""
+    annotated = inspect.get_annotations(cls)
+    return sorted(f.name for f in type_info.fields or () if f.name not in annotated)
+
+
 def _warn_missing_field_annotations(cls: type, type_info: TypeInfo, *, stacklevel: int) -> None:
-    """Warn when the class body does not annotate some of the type's own reflected fields."""
-    reflected = {f.name for f in type_info.fields or ()}
-    if not reflected:
+    """A ``UserWarning`` (at ``stacklevel`` from the caller) listing the type's reflected
+    fields the class body leaves unannotated: IDEs and docs read the annotations."""
+    missing = _unannotated_fields(cls, type_info)
+    if not missing:
         return
-    own = inspect.get_annotations(cls)
-    missing = sorted(reflected - set(own))
-    if missing:
-        warnings.warn(
-            f"@c_class({type_info.type_key!r}): class `{cls.__qualname__}` does not "
-            f"annotate the following reflected field(s): {', '.join(missing)}. "
-            "Add type annotations (e.g. `field_name: type`) to the class body "
-            "for IDE support and documentation.",
-            UserWarning,
-            stacklevel=stacklevel + 1,
-        )
+    message = (
+        f"@c_class({type_info.type_key!r}): class `{cls.__qualname__}` does not annotate "
+        f"the following reflected field(s): {', '.join(missing)}. Add type annotations "
+        "(e.g. `field_name: type`) to the class body for IDE support and documentation."
+    )
+    warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
 
 
 @dataclass_transform(eq_default=False, order_default=False, field_specifiers=(Field, field))

@@ -5,10 +5,11 @@ from __future__ import annotations
 import copy
 from collections import namedtuple
 from collections.abc import Callable
-from functools import wraps
+from functools import update_wrapper
 from typing import Any, TypeVar
 
 from .. import _core
+from .._dunder import _chain_fields
 from ..container import Array, Dict, List, Map
 from .field import Field
 
@@ -42,21 +43,64 @@ def fields(obj_or_cls: Any) -> tuple[Field, ...]:
             f"got {type(obj_or_cls).__name__}"
         )
     cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
-    chain = []
-    ti = getattr(cls, "__tvm_ffi_type_info__", None)
-    while ti is not None:
-        chain.append(ti)
-        ti = ti.parent_type_info
-    return tuple(
-        tf.dataclass_field
-        for info in reversed(chain)
-        for tf in info.fields or ()
-        if tf.dataclass_field is not None
-    )
+    info = getattr(cls, "__tvm_ffi_type_info__", None)
+    reflected = () if info is None else _chain_fields(info)
+    return tuple(tf.dataclass_field for tf in reflected if tf.dataclass_field is not None)
 
 
-def _namedtuple_of(typename: str, names: list[str]) -> Any:
-    return namedtuple(typename, names)
+class _ItemConversion:
+    """Converts a named tuple's items, one per field, as the fields convert their values.
+
+    A plan entry per field: the label an error names (``"Typename.field"``) and the
+    field's TypeSchema (its cached one, else one made from its annotation).
+    """
+
+    __slots__ = ("plan",)
+
+    def __init__(self, typename: str, fields: tuple[Field, ...]) -> None:
+        from ..type_schema import TypeSchema
+
+        self.plan = [
+            (
+                f"{typename}.{f.name}",
+                TypeSchema.from_annotation(f.type) if f._ty_schema is None else f._ty_schema,
+            )
+            for f in fields
+        ]
+
+    def apply(self, items: tuple[Any, ...]) -> list[Any]:
+        return [self._one(entry, item) for entry, item in zip(self.plan, items, strict=True)]
+
+    @staticmethod
+    def _one(entry: tuple[str, Any], item: Any) -> Any:
+        label, schema = entry
+        try:
+            return _core._to_py_class_value(schema.convert(item))
+        except TypeError as exc:
+            raise TypeError(f"{label}: {exc}") from exc
+
+
+def _converting(tuple_cls: Any, conversion: _ItemConversion) -> Any:
+    """``tuple_cls`` (a fresh namedtuple) with construction routed through ``conversion``.
+
+    The namedtuple's own ``__new__`` still binds the arguments first (its arity and
+    keyword errors, its signature for ``inspect``); ``_make`` keeps its own length check
+    and then constructs through ``cls(...)``, and ``_replace`` (built on ``_make``)
+    follows. ``cls`` may be a subclass.
+    """
+    plain_new = tuple_cls.__new__
+    plain_make = tuple_cls._make.__func__
+
+    def new(cls: type, /, *args: Any, **kwargs: Any) -> Any:
+        bound = plain_new(cls, *args, **kwargs)
+        return plain_new(cls, *conversion.apply(bound))
+
+    def make(cls: Any, iterable: Any) -> Any:
+        return cls(*plain_make(cls, iterable))
+
+    tuple_cls.__new__ = staticmethod(update_wrapper(new, plain_new))
+    tuple_cls._make = classmethod(make)
+    return tuple_cls
 
 
 def _make_namedtuple(typename: str, fields: tuple[Field, ...]) -> Any:
@@ -64,40 +108,12 @@ def _make_namedtuple(typename: str, fields: tuple[Field, ...]) -> Any:
     ``_make``, ``_replace``) converts each value as the field does.
 
     Every field is required, in the given order (``init=False`` ones too); defaults
-    and init hooks of the source type do not take part.
+    and init hooks of the source type do not take part. Invalid names raise the
+    namedtuple's ``ValueError``.
     """
-    from ..type_schema import TypeSchema
-
-    field_names: list[str] = [str(f.name) for f in fields]
-    tuple_cls: Any = _namedtuple_of(typename, field_names)
-    names = tuple_cls._fields
-    schemas = tuple(
-        f._ty_schema if f._ty_schema is not None else TypeSchema.from_annotation(f.type)
-        for f in fields
-    )
+    tuple_cls = namedtuple(typename, [str(f.name) for f in fields])  # type: ignore[misc]
     tuple_cls.__annotations__ = {str(f.name): f.type for f in fields if f.type is not None}
-    native_new = tuple_cls.__new__
-    native_make = tuple_cls._make.__func__
-    to_py = _core._to_py_class_value
-
-    @wraps(native_new)
-    def checked_new(cls: type, /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        raw = native_new(cls, *args, **kwargs)
-        values = []
-        for name, schema, value in zip(names, schemas, raw, strict=True):
-            try:
-                values.append(to_py(schema.convert(value)))
-            except TypeError as exc:
-                raise TypeError(f"{typename}.{name}: {exc}") from exc
-        return native_new(cls, *values)  # type: ignore[no-any-return]
-
-    def checked_make(cls: Any, iterable: Any) -> tuple[Any, ...]:
-        # The native _make skips __new__; its length check runs first.
-        return cls(*native_make(cls, iterable))  # type: ignore[no-any-return]
-
-    tuple_cls.__new__ = staticmethod(checked_new)
-    tuple_cls._make = classmethod(checked_make)
-    return tuple_cls
+    return _converting(tuple_cls, _ItemConversion(typename, fields))
 
 
 def replace(obj: _T, /, **changes: Any) -> _T:

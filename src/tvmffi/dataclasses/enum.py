@@ -88,16 +88,20 @@ def _index_key(index: Any) -> int | str:
     return int(index)
 
 
-def _enum_state(cls: type, *, create: bool = False) -> Any:
-    """The type's ``__ffi_enum__`` state (None when it has none); ``create`` makes it."""
+def _enum_state(cls: type) -> Any:
+    """The type's ``__ffi_enum__`` state; ``None`` when it has none (yet)."""
     info = getattr(cls, "__tvm_ffi_type_info__", None)
-    if info is None:
-        return None
-    found = _core._lookup_type_attr(info.type_index, ENUM_STATE_ATTR)
-    if found is not None or not create:
-        return found
-    _core._py_class_register_attr(info.type_index, ENUM_STATE_ATTR, EnumState())  # type: ignore[call-arg]
-    return _core._lookup_type_attr(info.type_index, ENUM_STATE_ATTR)
+    return None if info is None else _core._lookup_type_attr(info.type_index, ENUM_STATE_ATTR)
+
+
+def _ensure_enum_state(cls: type) -> Any:
+    """The type's state, registered empty first when it has none."""
+    state = _enum_state(cls)
+    if state is None:
+        index = cls.__tvm_ffi_type_info__.type_index  # type: ignore[attr-defined]
+        _core._py_class_register_attr(index, ENUM_STATE_ATTR, EnumState())  # type: ignore[call-arg]
+        state = _enum_state(cls)
+    return state
 
 
 def _variants(cls: type) -> list[Any]:
@@ -188,39 +192,43 @@ class EnumAttrMap:
         """The attribute name."""
         return self._name
 
-    def _values(self, variant: object, *, make: bool = False) -> Any:
-        """The {variant: value} map of this attribute (None when absent and not ``make``);
-        a variant of another type is a ``TypeError``."""
+    def _own(self, variant: object) -> None:
+        """Refuse a variant of another enum type."""
         if not isinstance(variant, self._enum_cls):
             raise TypeError(f"expected {self._enum_cls.__name__}, got {type(variant).__name__}")
-        state = _enum_state(self._enum_cls, create=make)
-        values = None if state is None else state.attrs.get(self._name)
-        if values is None and make:
-            values = state.attrs[self._name] = Dict({})
-        return values
+
+    def _column(self) -> Any:
+        """This attribute's {variant: value} dictionary in the state, if it has one."""
+        state = _enum_state(self._enum_cls)
+        return None if state is None else state.attrs.get(self._name)
+
+    def _writable_column(self) -> Any:
+        """The attribute's dictionary, made (with the state, if needed) when absent."""
+        attrs = _ensure_enum_state(self._enum_cls).attrs
+        if self._name not in attrs:
+            attrs[self._name] = Dict({})
+        return attrs[self._name]
 
     def __setitem__(self, variant: object, value: Any) -> None:
-        self._values(variant, make=True)[variant] = value
+        self._own(variant)
+        self._writable_column()[variant] = value
 
     def __getitem__(self, variant: object) -> Any:
-        values = self._values(variant)
-        if values is not None and variant in values:
-            return values[variant]
+        self._own(variant)
+        if variant in self:
+            return self._column()[variant]
         if self._default is MISSING:
             raise KeyError(f"{variant!r} has no extensible attribute {self._name!r}")
         return self._default
 
     def __contains__(self, variant: object) -> bool:
-        if not isinstance(variant, self._enum_cls):
-            return False
-        values = self._values(variant)
-        return values is not None and variant in values
+        column = self._column() if isinstance(variant, self._enum_cls) else None
+        return column is not None and variant in column
 
     def get(self, variant: object, default: Any = None) -> Any:
         """The stored value, or ``default``."""
-        if variant not in self:
-            return default
-        return self[variant]
+        column = self._column() if variant in self else None
+        return default if column is None else column[variant]
 
 
 class _PayloadBehaviour:
@@ -365,7 +373,7 @@ def _define_enum(cls: type, type_key: str, *, frozen: bool, init: bool, repr: bo
         for name in _PAYLOAD_NAMES:
             if name not in own:
                 setattr(cls, name, _PayloadBehaviour.__dict__[name])
-    state = _enum_state(cls, create=True)
+    state = _ensure_enum_state(cls)
     for v in variants:
         setattr(cls, v.alias, _find_or_make(cls, state, v, type_key, from_cxx, payload))
 
@@ -399,19 +407,25 @@ def _find_or_make(
     return made
 
 
+def _reflected_setter(cls: type, name: str) -> Any:
+    setter = getattr(cls, name, None)
+    if not isinstance(setter, _core.FieldProperty):
+        raise TypeError(f"field {name!r} has no reflected setter")
+    return setter
+
+
 def _build_cxx(cls: type, int_index: int, v: _Variant) -> Any:
     """A variant of a C++-defined enum type: allocated bare, then filled field by field
-    through the reflected setters (keyword values only)."""
+    through the reflected setters (keyword values only; every name is checked before
+    the allocation)."""
     if v.decl.args:
         raise TypeError("C++-backed enum entries require keyword fields")
+    values = {"_int_index": int_index, "_str_index": v.str_index, **v.decl.kwargs}
+    setters = [(_reflected_setter(cls, name), value) for name, value in values.items()]
     allocate = _core._lookup_type_attr(cls.__tvm_ffi_type_info__.type_index, "__ffi_new__")  # type: ignore[attr-defined]
     if allocate is None:
         raise TypeError("enum type has no allocator")
     made = allocate()
-    values = {"_int_index": int_index, "_str_index": v.str_index, **v.decl.kwargs}
-    for name, value in values.items():
-        setter = getattr(cls, name, None)
-        if not isinstance(setter, _core.FieldProperty):
-            raise TypeError(f"field {name!r} has no reflected setter")
+    for setter, value in setters:
         setter.set(made, value)
     return made

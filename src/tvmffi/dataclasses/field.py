@@ -168,8 +168,10 @@ class init_property(Generic[_T]):
         return self
 
     def __set_name__(self, owner: type, name: str) -> None:
+        # The property is a field of the class: its annotation (the function's return
+        # type, else Any) goes into the class body's own annotations, made if absent.
         self.name = name
-        annotation = self._return_annotation if self._return_annotation is not None else Any
-        if "__annotations__" not in owner.__dict__:
-            owner.__annotations__ = {}
-        owner.__annotations__[name] = annotation
+        own = vars(owner).get("__annotations__")
+        if own is None:
+            own = owner.__annotations__ = {}
+        own[name] = Any if self._return_annotation is None else self._return_annotation

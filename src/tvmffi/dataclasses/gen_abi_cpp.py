@@ -24,6 +24,7 @@ guessed.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -32,6 +33,7 @@ from typing import Any
 
 # From the modules ``tvmffi.core`` re-exports them from (``core`` imports this package).
 from .. import _core
+from .._dunder import _lineage
 from ..object import FieldInfo as TypeField
 from ..object import TypeInfo, get_type_info
 from ..registry import get_registered_type_keys
@@ -189,19 +191,20 @@ def _identifier(name: str) -> str:
     return _ESCAPE + name.encode("utf-8").hex()
 
 
+@functools.cache
+def _byte_spellings() -> tuple[str, ...]:
+    """How each byte value is written inside a C++ string literal: printable ASCII as
+    itself (``"`` and ``\\`` escaped), every other byte as a three-digit octal escape, so
+    the literal's bytes do not depend on the compiler's execution character set."""
+    printable = {b: chr(b) for b in range(0x20, 0x7F)}
+    printable[ord('"')], printable[ord("\\")] = '\\"', "\\\\"
+    return tuple(printable.get(b, f"\\{b:03o}") for b in range(256))
+
+
 def _string_literal(text: str) -> str:
-    """A C++ literal of ``text``'s UTF-8 bytes, octal-escaped outside printable ASCII so the
-    bytes do not depend on the compiler's execution character set."""
-    out = []
-    for byte in text.encode("utf-8"):
-        char = chr(byte)
-        if char in '"\\':
-            out.append("\\" + char)
-        elif 0x20 <= byte < 0x7F:
-            out.append(char)
-        else:
-            out.append(f"\\{byte:03o}")
-    return '"' + "".join(out) + '"'
+    """A C++ literal of ``text``'s UTF-8 bytes (see :func:`_byte_spellings`)."""
+    spell = _byte_spellings()
+    return '"' + "".join(spell[b] for b in text.encode("utf-8")) + '"'
 
 
 @dataclass(frozen=True)
@@ -227,16 +230,6 @@ def _declaration_order(info: TypeInfo) -> tuple[tuple[str, ...], str, str]:
 
 
 # ---- which types ---------------------------------------------------------------------
-
-
-def _lineage(info: TypeInfo) -> list[TypeInfo]:
-    """``info`` and its ancestors, root first."""
-    chain = []
-    current: TypeInfo | None = info
-    while current is not None:
-        chain.append(current)
-        current = current.parent_type_info
-    return chain[::-1]
 
 
 def _is_python_defined(info: Any) -> bool:

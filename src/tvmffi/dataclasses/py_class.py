@@ -17,6 +17,7 @@ import inspect
 import sys
 import threading
 import typing
+import weakref
 from collections.abc import Mapping
 from copy import copy
 from typing import Any, ClassVar, TypedDict, TypeVar
@@ -72,17 +73,16 @@ def method(fn: Any) -> Any:
     A hook name (``__ffi_repr__``, ...) goes to the type-attribute table instead.
     ``@classmethod`` is refused: its first argument would be the class.
     """
-    if isinstance(fn, staticmethod):
-        fn.__func__.__ffi_method__ = True  # type: ignore[attr-defined]
-        return fn
     if isinstance(fn, classmethod):
         raise TypeError(
             "@tvm_ffi.method: @classmethod is not supported (the packed-call convention "
             "passes the object first); use @staticmethod or a plain instance method."
         )
-    if not callable(fn):
-        raise TypeError(f"@tvm_ffi.method: expected a callable, got {type(fn).__name__}.")
-    fn.__ffi_method__ = True
+    # The mark goes on the function itself: a staticmethod wrapper keeps its own.
+    target = fn.__func__ if isinstance(fn, staticmethod) else fn
+    if not callable(target):
+        raise TypeError(f"@tvm_ffi.method: expected a callable, got {type(target).__name__}.")
+    target.__ffi_method__ = True  # type: ignore[union-attr]
     return fn
 
 
@@ -192,16 +192,83 @@ def _method_metadata(cls: type, func: Any, is_static: bool, localns: dict[str, A
 
 
 # ---- field resolution --------------------------------------------------------------
-def _owners(cls: type) -> list[type]:
-    """Classes whose annotations become fields of ``cls``: ``cls`` and the unregistered
-    mixins before its registered parent, base-most first."""
-    parent = next((b for b in cls.__mro__[1:] if _type_cls_to_type_info(b) is not None), object)
-    represented = set(parent.__mro__)
-    return [
-        b
-        for b in reversed(cls.__mro__)
-        if b is not object and b not in represented and inspect.get_annotations(b)
-    ]
+# A class's fields come from one table read from the class once: a row per annotation of
+# the class and of the plain (unregistered) classes only it brings in, base-most first.
+# ClassVar annotations make no row; a ``KW_ONLY`` annotation makes the rows after it
+# keyword-only. Evaluating the annotations (which may wait for names defined later, see
+# "deferred registration") and making the Field objects both read the table.
+_NOT_SET = object()
+
+
+# (Plain slotted classes: a NamedTuple class costs ~4M instructions to create at import.)
+class _Row:
+    """An annotation that is a field (or a field marker, once evaluated)."""
+
+    __slots__ = ("after_kw_only", "annotation", "name", "owner", "value")
+
+    def __init__(
+        self, owner: type, name: str, annotation: Any, value: Any, after_kw_only: bool
+    ) -> None:
+        self.owner, self.name, self.annotation = owner, name, annotation
+        self.value = value  # what the owner's body assigned to the name, or _NOT_SET
+        self.after_kw_only = after_kw_only
+
+
+class _FieldTable:
+    __slots__ = ("owners", "rows", "sentinels")
+
+    def __init__(
+        self, owners: tuple[type, ...], rows: tuple[_Row, ...], sentinels: tuple[str, ...]
+    ) -> None:
+        self.owners = owners  # the classes with annotations the rows come from
+        self.rows = rows
+        self.sentinels = sentinels  # the class's own KW_ONLY names holding a class attribute
+
+
+_TABLES: weakref.WeakKeyDictionary[type, _FieldTable] = weakref.WeakKeyDictionary()
+
+
+def _contributors(cls: type) -> list[type]:
+    """``cls`` and the classes of its MRO that its nearest registered base does not bring
+    in (plain mixins), base-most first."""
+    excluded: set[type] = {object}
+    for ancestor in cls.__mro__[1:]:
+        if _type_cls_to_type_info(ancestor) is not None:
+            excluded.update(ancestor.__mro__)
+            break
+    order = [k for k in cls.__mro__ if k not in excluded]
+    order.reverse()
+    return order
+
+
+def _read_table(cls: type) -> _FieldTable:
+    owners: list[type] = []
+    rows: list[_Row] = []
+    sentinels: list[str] = []
+    switched = False
+    for owner in _contributors(cls):
+        annotations = inspect.get_annotations(owner)
+        if annotations:
+            owners.append(owner)
+        for name, annotation in annotations.items():
+            if _is_classvar(annotation):
+                continue
+            value = owner.__dict__.get(name, _NOT_SET)
+            if not _is_kw_only(annotation):
+                rows.append(_Row(owner, name, annotation, value, switched))
+                continue
+            switched = True
+            if owner is cls and value is not _NOT_SET:
+                sentinels.append(name)
+    return _FieldTable(tuple(owners), tuple(rows), tuple(sentinels))
+
+
+def _table(cls: type) -> _FieldTable:
+    """The class's field table, read at the first request (the decoration)."""
+    found = _TABLES.get(cls)
+    if found is None:
+        found = _TABLES[cls] = _read_table(cls)
+    return found
 
 
 def _annotation_text(annotation: Any) -> str:
@@ -242,34 +309,27 @@ def _schema_of(annotation: Any) -> Any:
     return TypeSchema.from_annotation(annotation)
 
 
-_NOT_SET = object()
-
-
-def _field_for(owner: type, cls: type, name: str, init_props: dict[str, Any]) -> Field:
-    """The :class:`Field` of annotation ``name`` of ``owner`` (``cls`` or a plain base
-    class): what its body assigned (a ``field()``, an ``init_property``, a default);
-    ``cls``'s own class attribute gives way to the field descriptor."""
-    value = owner.__dict__.get(name, _NOT_SET)
+def _declared_field(row: _Row, cls: type, init_props: dict[str, Any]) -> Field:
+    """The :class:`Field` the row's body assignment stands for: a ``field()`` (copied when a
+    plain base declared it, which other classes may share), an ``init_property`` (a
+    computed field outside ``__init__``, repr and comparisons) or a plain default."""
+    value = row.value
     if isinstance(value, Field):
-        made = value if owner is cls else copy(value)
-    elif isinstance(value, init_property):
-        init_props[name] = value.func
+        return value if row.owner is cls else copy(value)
+    made: Field
+    if isinstance(value, init_property):
+        init_props[row.name] = value.func
         made = field(init=False, repr=False, hash=False, compare=False, structural_eq="ignore")
     else:
         made = field() if value is _NOT_SET else field(default=value)
-    if owner is cls and value is not _NOT_SET:
-        delattr(cls, name)
     return made
 
 
-def _field_annotations(cls: type) -> list[tuple[type, str, Any]]:
-    """``(owner, name, annotation)`` of the annotations that may be fields (not ClassVar)."""
-    return [
-        (owner, name, annotation)
-        for owner in _owners(cls)
-        for name, annotation in inspect.get_annotations(owner).items()
-        if not _is_classvar(annotation)
-    ]
+def _marker_types(cls: type) -> tuple[type, ...]:
+    markers = getattr(cls, "__ffi_field_markers__", ())
+    if isinstance(markers, (tuple, list)) and all(isinstance(m, type) for m in markers):
+        return tuple(markers)
+    raise TypeError("__ffi_field_markers__ must be a tuple or list of types")
 
 
 def _missing_names(
@@ -279,13 +339,14 @@ def _missing_names(
     defined (yet): a ``NameError`` or ``AttributeError`` evaluating it (with
     ``every_error``, any error: a diagnostic)."""
     missing = []
-    for _, name, annotation in _field_annotations(cls):
-        if isinstance(annotation, str) and not _is_kw_only(annotation):
-            try:
-                eval(annotation, globalns, localns)
-            except Exception as err:
-                if every_error or isinstance(err, (NameError, AttributeError)):
-                    missing.append(f"{name}: {annotation.strip()} ({err})")
+    for row in _table(cls).rows:
+        if not isinstance(row.annotation, str):
+            continue
+        try:
+            eval(row.annotation, globalns, localns)
+        except Exception as err:
+            if every_error or isinstance(err, (NameError, AttributeError)):
+                missing.append(f"{row.name}: {row.annotation.strip()} ({err})")
     return missing
 
 
@@ -300,7 +361,7 @@ def _namespaces(cls: type) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """
     globalns = dict(getattr(sys.modules.get(cls.__module__), "__dict__", {}))
     localns = dict(_PY_CLASSES_BY_MODULE.get(cls.__module__, {}))
-    localns.update({o.__name__: o for o in _owners(cls)})
+    localns.update({o.__name__: o for o in _table(cls).owners})
     localns[cls.__name__] = cls
     missing = _missing_names(cls, globalns, localns)
     if missing:
@@ -313,48 +374,43 @@ def _namespaces(cls: type) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
 
 
 def _resolve_fields(cls: type, params: dict[str, Any]) -> tuple[list[Field], dict[str, Any]]:
-    """The class's own :class:`Field` list (completed) and its init-property functions."""
+    """The class's own :class:`Field` list (completed) and its init-property functions.
+
+    Rows whose annotation evaluates to one of the class's ``__ffi_field_markers__`` (an
+    extension's) are not fields: each records its place among the fields, counting the
+    inherited ones first, after the parent's markers (``params["field_markers"]``). A name
+    declared again (a mixin's field redeclared) keeps its first place."""
+    table = _table(cls)
     globalns, localns, _ = _namespaces(cls)
-    owners = _owners(cls)
-    kw_only_active = bool(params["kw_only"])
-    found: dict[str, Field] = {}
-    init_props: dict[str, Any] = {}
-    marker_types = getattr(cls, "__ffi_field_markers__", ())
-    if not isinstance(marker_types, (tuple, list)) or not all(
-        isinstance(m, type) for m in marker_types
-    ):
-        raise TypeError("__ffi_field_markers__ must be a tuple or list of types")
-    # Marker annotations (an extension's) record their place among the fields, counting
-    # inherited fields first, after the parent's markers; they are not fields.
+    marker_types = _marker_types(cls)
     parent = _parent_info(cls)
     markers = list(parent._decorator_args.get("field_markers", ()))
-    inherited_count = len(_chain_fields(parent))
-    for owner in owners:
-        for name, annotation in inspect.get_annotations(owner).items():
-            if _is_classvar(annotation):
-                continue
-            if _is_kw_only(annotation):
-                kw_only_active = True
-                if owner is cls and name in cls.__dict__:
-                    delattr(cls, name)
-                continue
-            resolved = _resolve(annotation, globalns, localns)
-            if any(resolved is m for m in marker_types):
-                markers.append((resolved, owner, name, inherited_count + len(found)))
-                continue
-            f = _field_for(owner, cls, name, init_props)
-            f.name = name
-            f.type = resolved
-            f._ty_schema = _schema_of(resolved)
-            if f.kw_only is None:
-                f.kw_only = kw_only_active
-            if params["frozen"]:
-                f.frozen = True
-            if f.hash is None:
-                f.hash = f.compare
-            found[name] = f
+    offset = len(_chain_fields(parent))
+    by_name: dict[str, Field] = {}
+    init_props: dict[str, Any] = {}
+    consumed = list(table.sentinels)
+    for row in table.rows:
+        evaluated = _resolve(row.annotation, globalns, localns)
+        if any(evaluated is m for m in marker_types):
+            markers.append((evaluated, row.owner, row.name, offset + len(by_name)))
+            continue
+        made = _declared_field(row, cls, init_props)
+        made.name, made.type, made._ty_schema = row.name, evaluated, _schema_of(evaluated)
+        if made.kw_only is None:
+            made.kw_only = bool(params["kw_only"]) or row.after_kw_only
+        made.frozen = made.frozen or bool(params["frozen"])
+        if made.hash is None:
+            made.hash = made.compare
+        by_name[row.name] = made
+        if row.owner is cls and row.value is not _NOT_SET:
+            consumed.append(row.name)
+    # The body's defaults now live in the fields: the class attributes would shadow the
+    # field descriptors the registration installs.
+    for name in consumed:
+        if name in cls.__dict__:
+            delattr(cls, name)
     params["field_markers"] = tuple(markers)
-    return list(found.values()), init_props
+    return list(by_name.values()), init_props
 
 
 # module name -> {class name: class} of every @py_class type, for annotation lookup.
@@ -376,6 +432,7 @@ def _finish(cls: type, info: TypeInfo) -> None:
     with the decorator's options as they are after the field-resolution hooks ran."""
     params = info._decorator_args
     own_fields, init_props = _resolve_fields(cls, params)
+    _TABLES.pop(cls, None)
     hooks = [
         hook
         for base in reversed(cls.__mro__)
@@ -484,6 +541,7 @@ def _unregister(cls: type, info: TypeInfo) -> None:
     again."""
     if cls in _PENDING:
         _PENDING.remove(cls)
+    _TABLES.pop(cls, None)
     _registration.unregister_py_class(cls, info)
     module_classes = _PY_CLASSES_BY_MODULE.get(cls.__module__, {})
     if module_classes.get(cls.__name__) is cls:

@@ -7,6 +7,7 @@ structural ``==``/ordering/hash), as in the official ``tvm_ffi.testing.testing``
 
 from __future__ import annotations
 
+import itertools
 import sys
 from typing import Any, ClassVar, TypeVar
 
@@ -41,11 +42,8 @@ def _register(type_key: str, **options: Any) -> Any:
 
 def create_object(type_key: str, **kwargs: Any) -> Object:
     """An object of ``type_key`` made by reflection, fields set from ``kwargs``."""
-    args: list[Any] = [type_key]
-    for k, v in kwargs.items():
-        args.append(k)
-        args.append(v)
-    return get_global_func("ffi.MakeObjectFromPackedArgs")(*args)  # type: ignore[no-any-return]
+    pairs = itertools.chain.from_iterable(kwargs.items())
+    return get_global_func("ffi.MakeObjectFromPackedArgs")(type_key, *pairs)  # type: ignore[no-any-return]
 
 
 def make_unregistered_object() -> Object:

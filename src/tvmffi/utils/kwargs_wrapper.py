@@ -50,16 +50,24 @@ def _unpack(value: Any) -> Any:
     return value
 
 
+def _name_error(name: Any) -> Exception | None:
+    """Why ``name`` cannot be a parameter of the generated wrapper (``None``: it can)."""
+    if not isinstance(name, str):
+        return TypeError(f"Argument name must be a string, got {type(name).__name__}: {name!r}")
+    if not name.isidentifier():
+        return ValueError(f"{name!r} is not a valid Python identifier")
+    if keyword.iskeyword(name):
+        return ValueError(f"{name!r} is a Python keyword and cannot be used as a parameter name")
+    return None
+
+
 def _check_names(names: list[str], what: str) -> None:
+    """Refuse repeated names, then the first name that cannot be a parameter."""
     if len(set(names)) != len(names):
         raise ValueError(f"Duplicate {what} names found in: {names}")
-    for name in names:
-        if not isinstance(name, str):
-            raise TypeError(f"Argument name must be a string, got {type(name).__name__}: {name!r}")
-        if not name.isidentifier():
-            raise ValueError(f"{name!r} is not a valid Python identifier")
-        if keyword.iskeyword(name):
-            raise ValueError(f"{name!r} is a Python keyword and cannot be used as a parameter name")
+    problem = next(filter(None, map(_name_error, names)), None)
+    if problem is not None:
+        raise problem
 
 
 def _validate(

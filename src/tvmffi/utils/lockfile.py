@@ -18,6 +18,14 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
 else:
     import fcntl
 
+
+def _unlock(fd: int) -> None:
+    """Give up the lock held through ``fd`` (the descriptor stays open)."""
+    if sys.platform == "win32":  # pragma: no cover
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
 __all__ = ["FileLock"]
 
 
@@ -103,14 +111,9 @@ class FileLock:
 
     def release(self) -> None:
         """Release the lock if this instance holds it (otherwise do nothing)."""
-        fd = self._file_descriptor
-        if fd is None:
-            return
-        self._file_descriptor = None
-        try:
-            if sys.platform == "win32":  # pragma: no cover
-                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-            else:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+        fd, self._file_descriptor = self._file_descriptor, None
+        if fd is not None:
+            try:
+                _unlock(fd)
+            finally:
+                os.close(fd)

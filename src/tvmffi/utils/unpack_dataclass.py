@@ -50,89 +50,84 @@ _local = threading.local()
 
 
 def _is_leaf_annotation(tp: Any) -> bool:
-    """Whether values of annotation ``tp`` certainly hold no dataclass."""
-    if isinstance(tp, type):
-        return tp in _LEAF_TYPES
-    if tp is Ellipsis:  # tuple[int, ...]
-        return True
-    if typing.get_origin(tp) in _LEAF_GENERIC_ORIGINS:
-        targs = typing.get_args(tp)
-        return len(targs) > 0 and all(_is_leaf_annotation(a) for a in targs)
-    return False
+    """Whether values of annotation ``tp`` certainly hold no dataclass: a leaf type, or
+    a tuple/dict/set/union of leaves only (``...`` of ``tuple[int, ...]`` included).
+    Anything else (``Any``, a string not resolved, ``list``, a class) is not certain."""
+    origin = typing.get_origin(tp)
+    if origin is None:
+        return tp is Ellipsis or (isinstance(tp, type) and tp in _LEAF_TYPES)
+    args = typing.get_args(tp)
+    return origin in _LEAF_GENERIC_ORIGINS and bool(args) and all(map(_is_leaf_annotation, args))
 
 
-def _field_schema(tp: Any, seen: set[type]) -> str | dict[str, Any] | None:
-    """The schema entry of a field annotated ``tp``; leaf only when certain."""
+def _entry_for(tp: Any, seen: set[type]) -> str | dict[str, Any] | None:
+    """The schema entry of a field annotated ``tp``: a nested schema for a dataclass
+    (one already being expanded, a self reference, dispatches at run time), ``None``
+    for a certain leaf, :data:`UNPACK` for the rest."""
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        # A class already being expanded (self-reference) is dispatched at run time.
         return UNPACK if tp in seen else _extract_dataclass_to_tuple_schema(tp, memo=seen)
-    if _is_leaf_annotation(tp):
-        return None
-    return UNPACK
+    return None if _is_leaf_annotation(tp) else UNPACK
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """``cls``'s resolved annotations; none when they do not resolve (a reference to a
+    class local to a function): every field is then decided per value."""
+    try:
+        return typing.get_type_hints(cls)
+    except (NameError, TypeError, AttributeError):
+        return {}
 
 
 def _extract_dataclass_to_tuple_schema(
     cls: type, *, memo: set[type] | None = None
 ) -> dict[str, Any]:
-    """The unpacking schema of dataclass ``cls``, from its resolved annotations.
-
-    Annotations that cannot be resolved (``typing.get_type_hints`` fails, e.g. a
-    reference to a class local to a function) leave every field to run-time
-    dispatch.
-    """
+    """The unpacking schema of dataclass ``cls``, from its resolved annotations
+    (``memo``: the classes being expanded, shared by the nested calls)."""
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"Expected a dataclass class, got {cls!r}")
     seen = set() if memo is None else memo
     seen.add(cls)
-    try:
-        hints = typing.get_type_hints(cls)
-    except (NameError, TypeError, AttributeError):
-        hints = {}
-    schema: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        tp = hints.get(f.name, f.type)
-        # An unresolved (string) annotation, Any or object: decided per value.
-        if isinstance(tp, str) or tp is Any or tp is object:
-            schema[f.name] = UNPACK
-        else:
-            schema[f.name] = _field_schema(tp, seen)
-    return schema
+    hints = _hints(cls)
+    return {f.name: _entry_for(hints.get(f.name, f.type), seen) for f in dataclasses.fields(cls)}
+
+
+def _check_name(name: Any) -> None:
+    """Refuse a field name that is not a plain identifier (it is written into source)."""
+    if not isinstance(name, str):
+        raise TypeError(f"Schema field name must be a string, got {type(name).__name__}")
+    if not name.isidentifier():
+        raise ValueError(f"Schema field name {name!r} is not a valid Python identifier")
+    if keyword.iskeyword(name):
+        raise ValueError(f"Schema field name {name!r} is a Python keyword")
 
 
 def _validate_dataclass_to_tuple_schema(schema: dict[str, Any]) -> None:
-    """Check that ``schema`` only names fields by plain identifiers.
+    """Check that ``schema`` and the schemas nested in it only name fields by plain
+    identifiers, before any code is built from it."""
+    todo: list[Any] = [schema]
+    while todo:
+        current = todo.pop()
+        if not isinstance(current, dict):
+            raise TypeError(f"DataclassToTupleSchema must be a dict, got {type(current).__name__}")
+        for name in current:
+            _check_name(name)
+        todo.extend(e for e in current.values() if e is not None and e != UNPACK)
 
-    The names are written into generated source, so anything but an
-    identifier that is not a keyword is refused before any code is built.
-    """
-    if not isinstance(schema, dict):
-        raise TypeError(f"DataclassToTupleSchema must be a dict, got {type(schema).__name__}")
-    for name, entry in schema.items():
-        if not isinstance(name, str):
-            raise TypeError(f"Schema field name must be a string, got {type(name).__name__}")
-        if not name.isidentifier():
-            raise ValueError(f"Schema field name {name!r} is not a valid Python identifier")
-        if keyword.iskeyword(name):
-            raise ValueError(f"Schema field name {name!r} is a Python keyword")
-        if entry is None or entry == UNPACK:
-            continue
-        _validate_dataclass_to_tuple_schema(entry)
+
+def _item_source(base: str, name: str, entry: Any) -> str:
+    """Source reading field ``name`` of the object at ``base``, per its schema entry."""
+    attr = f"{base}.{name}"
+    if entry is None:
+        return attr
+    if entry == UNPACK:
+        return f"_dispatch({attr})"
+    return _tuple_expression(attr, entry)
 
 
 def _tuple_expression(base: str, schema: dict[str, Any]) -> str:
-    """Source of a tuple expression reading ``schema``'s fields from ``base``."""
-    items = []
-    for name, entry in schema.items():
-        attr = f"{base}.{name}"
-        if entry is None:
-            items.append(attr)
-        elif entry == UNPACK:
-            items.append(f"_dispatch({attr})")
-        else:
-            items.append(_tuple_expression(attr, entry))
-    if len(items) == 1:
-        return f"({items[0]},)"
-    return "(" + ", ".join(items) + ")"
+    """Source of a tuple expression reading ``schema``'s fields from ``base`` (every item
+    followed by a comma: a one-item tuple needs it, the others accept it)."""
+    return "(" + "".join(f"{_item_source(base, n, e)}, " for n, e in schema.items()) + ")"
 
 
 def _compile_unpacker(cls: type) -> Callable[[Any], Any]:
@@ -146,8 +141,34 @@ def _compile_unpacker(cls: type) -> Callable[[Any], Any]:
     return unpack
 
 
+# Handlers of the values that are not dataclasses, one per kind.
 def _identity(x: Any) -> Any:
     return x
+
+
+def _unpack_record(x: Any) -> Any:  # a named tuple takes its items positionally
+    return type(x)(*map(unpack_dataclass_to_tuple, x))
+
+
+def _unpack_sequence(x: Any) -> Any:
+    return type(x)(map(unpack_dataclass_to_tuple, x))
+
+
+def _unpack_mapping(x: Any) -> Any:
+    return {k: unpack_dataclass_to_tuple(v) for k, v in x.items()}
+
+
+def _handler_for(cls: type) -> Callable[[Any], Any]:
+    """How values of type ``cls`` are unpacked (decided once per type and thread)."""
+    if dataclasses.is_dataclass(cls):
+        return _compile_unpacker(cls)
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        return _unpack_record
+    if issubclass(cls, (list, tuple)):
+        return _unpack_sequence
+    if issubclass(cls, dict):
+        return _unpack_mapping
+    return _identity
 
 
 def unpack_dataclass_to_tuple(x: Any) -> Any:
@@ -158,23 +179,10 @@ def unpack_dataclass_to_tuple(x: Any) -> Any:
     unpacked elements; dicts get their values unpacked; anything else is
     returned unchanged and uncopied.
     """
-    cache: dict[type, Callable[[Any], Any]]
-    try:
-        cache = _local.cache
-    except AttributeError:
-        cache = _local.cache = {}
-    cls = type(x)
-    fn = cache.get(cls)
-    if fn is not None:
-        return fn(x)
-    if dataclasses.is_dataclass(cls):
-        fn = cache[cls] = _compile_unpacker(cls)
-        return fn(x)
-    if isinstance(x, tuple) and hasattr(cls, "_fields"):
-        return cls(*(unpack_dataclass_to_tuple(e) for e in x))
-    if isinstance(x, (list, tuple)):
-        return cls(unpack_dataclass_to_tuple(e) for e in x)
-    if isinstance(x, dict):
-        return {k: unpack_dataclass_to_tuple(v) for k, v in x.items()}
-    cache[cls] = _identity
-    return x
+    handlers: dict[type, Callable[[Any], Any]] | None = getattr(_local, "handlers", None)
+    if handlers is None:
+        handlers = _local.handlers = {}
+    handler = handlers.get(type(x))
+    if handler is None:
+        handler = handlers[type(x)] = _handler_for(type(x))
+    return handler(x)
