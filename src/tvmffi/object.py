@@ -747,9 +747,21 @@ def _reduce_hook(obj: Object) -> tuple[Any, ...]:
     cyclic or too deep object raises instead of overflowing the runtime's stack)."""
     if obj.__chandle__() == 0:
         return (_new_object, (type(obj),), {"handle": None})
+    from . import _pickle  # tensors, functions and modules: not JSON
     from .serialization import to_json_graph_str  # it imports this module
 
-    return (_new_object, (type(obj),), {"handle": to_json_graph_str(obj)})
+    special = _pickle.reduce(obj)
+    if special is not None:
+        return special
+    try:
+        text: str | None = to_json_graph_str(obj)
+    except TypeError as err:
+        if "does not support ToJSONGraph" not in str(err):
+            raise
+        text = None
+    if text is None:
+        return _pickle.reduce_graph(obj)  # it holds a tensor, function or module
+    return (_new_object, (type(obj),), {"handle": text})
 
 
 def _setstate_hook(obj: Object, state: Any) -> None:
