@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import tvmffi
 import tvmffi.cpp
+import tvmffi.pickling
 from tvmffi import _pickle, codegen
 from tvmffi.codegen import Scalar, Signature, Tensor, Var
 from tvmffi.testing.testing import create_object
@@ -126,6 +127,38 @@ class _FakeDtypeTensor:
 
     def __init__(self, t: Any, bits: int) -> None:
         self.dtype = tvmffi.dtype(f"int{bits}")
+
+
+def test_device_tensor_is_refused_unless_copied_through_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from test_dlpack_lies import make_capsule
+
+    # A tensor that says it lives on cuda:0 (no GPU needed: nothing reads its data here).
+    t = tvmffi.from_dlpack(make_capsule(1, [4], device=(2, 0)))
+    assert t.device.type == "cuda"
+    with pytest.raises(TypeError, match=r"cannot pickle a tensor on cuda:0.*through_host"):
+        pickle.dumps(t)
+    # Opted in, the pickle holds a host copy and the device (the copy is torch's; here a
+    # stand-in, as this test runs without a GPU).
+    host = tvmffi.from_dlpack(np.arange(4, dtype=np.float32))
+    monkeypatch.setattr(_pickle, "_host_copy", lambda _t: host)
+    with tvmffi.pickling.device_tensors_through_host():
+        data = pickle.dumps(t)
+    with pytest.raises(TypeError, match="only CPU tensors"):
+        pickle.dumps(t)  # the opt-in ends with its block
+    with tvmffi.pickling.device_tensors_through_host():
+        func, args = _pickle._reduce_tensor(t)
+    assert func is _pickle._rebuild_device_tensor and args == (host, "cuda", 0)
+    import torch
+
+    if torch.cuda.is_available():
+        u = pickle.loads(data)
+        assert u.device.type == "cuda"
+        np.testing.assert_array_equal(torch.from_dlpack(u).cpu().numpy(), np.arange(4))
+    else:
+        with pytest.raises(RuntimeError, match="back to that device"):
+            pickle.loads(data)
 
 
 # ---- functions -----------------------------------------------------------------

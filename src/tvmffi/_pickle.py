@@ -236,7 +236,12 @@ def _rebuild_device_tensor(host: Any, device_type: Any, index: Any) -> Tensor:
         ) from None
     from .tensor import from_dlpack
 
-    on_device = torch.utils.dlpack.from_dlpack(host).to(torch.device(device_type, index))
+    try:
+        on_device = torch.utils.dlpack.from_dlpack(host).to(torch.device(device_type, index))
+    except (RuntimeError, AssertionError, ValueError, TypeError) as err:
+        raise RuntimeError(
+            f"cannot copy a tensor pickled from {device_type}:{index} back to that device: {err}"
+        ) from None
     return from_dlpack(on_device)
 
 
