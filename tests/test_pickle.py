@@ -458,3 +458,20 @@ def test_fuzz_mutated_pickle_streams_never_crash(cpp_module: Any, tmp_path: Any)
     proc = run_python(code, timeout=300, env_extra={"TVMFFI_CACHE_DIR": os.devnull + "-no"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.startswith(str(150 * len(streams)))
+
+
+def test_py_class_object_holding_a_tensor() -> None:
+    from tvmffi.dataclasses import py_class
+
+    @py_class("test_pickle.Holder")
+    class Holder(tvmffi.Object):
+        name: str
+        data: Any
+        count: int = 3
+
+    arr = np.arange(3.0)
+    h = Holder("a", tvmffi.from_dlpack(arr))
+    for r in (pickle.loads(pickle.dumps(h, protocol=5)), copy.deepcopy(h)):
+        assert type(r) is Holder and r.name == "a" and r.count == 3
+        np.testing.assert_array_equal(np.from_dlpack(r.data), arr)
+        assert r.data.data_ptr() != h.data.data_ptr()
