@@ -475,3 +475,13 @@ def test_py_class_object_holding_a_tensor() -> None:
         assert type(r) is Holder and r.name == "a" and r.count == 3
         np.testing.assert_array_equal(np.from_dlpack(r.data), arr)
         assert r.data.data_ptr() != h.data.data_ptr()
+
+
+def test_deepcopy_of_a_non_copyable_type_still_raises() -> None:
+    # Only tensors, functions and modules are copied the pickle way; a type the runtime
+    # cannot copy raises as officially.
+    from tvmffi.testing.testing import TestNonCopyable
+
+    obj = TestNonCopyable(1)
+    with pytest.raises(RuntimeError, match="not copy-constructible"):
+        copy.deepcopy(tvmffi.Array([obj]))

@@ -219,8 +219,10 @@ def _deep_copy(self: Any, memo: Any = None) -> Any:
     try:
         return _cached_global_func("ffi.DeepCopy")(self)
     except RuntimeError as err:
-        if "not copy-constructible" not in str(err):
-            raise
+        from ._pickle import copies_what_deepcopy_refused
+
+        if not copies_what_deepcopy_refused(err):
+            raise  # a type that is not copyable at all (as officially)
     from ._pickle import deep_copy_graph
 
     return deep_copy_graph(self, memo)

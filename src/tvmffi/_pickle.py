@@ -467,6 +467,20 @@ def _rebuild_object(key: Any, fields: Any) -> Any:
     return _cached_global_func("ffi.MakeObjectFromPackedArgs")(*args)
 
 
+_REFUSED_TYPE = re.compile(
+    r'Cannot deep copy object of type "([^"]+)" because it is not copy-constructible'
+)
+
+
+def copies_what_deepcopy_refused(err: BaseException) -> bool:
+    """Whether ``ffi.DeepCopy``'s refusal ``err`` was for a tensor, function or module:
+    values pickle carries, which :func:`deep_copy_graph` then copies."""
+    found = _REFUSED_TYPE.search(str(err))
+    return found is not None and (
+        found.group(1) in ("ffi.Tensor", "ffi.Function") or found.group(1).startswith("ffi.Module")
+    )
+
+
 def deep_copy_graph(obj: Object, memo: Any) -> Any:
     """``copy.deepcopy`` of an object ``ffi.DeepCopy`` refused (it holds a tensor or a
     function): rebuilt from deep copies of what :func:`reduce_graph` sends."""
