@@ -433,7 +433,12 @@ def test_fuzz_mutated_pickle_streams_never_crash(cpp_module: Any, tmp_path: Any)
     (tmp_path / "streams.pkl").write_bytes(pickle.dumps(streams))
     code = textwrap.dedent(
         f"""
-        import pickle, random, sys
+        import os, pickle, random, resource, sys
+        # CPython's unpickler allocates what a mutated length or memo index asks for
+        # (gigabytes): capped, that is a MemoryError, not the OOM killer (ASan needs
+        # its shadow memory: no cap under it).
+        if "asan" not in os.environ.get("LD_PRELOAD", ""):
+            resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
         sys.path.insert(0, {os.path.dirname(__file__)!r})
         import tvmffi, test_pickle
         with open({str(tmp_path / "streams.pkl")!r}, "rb") as f:
