@@ -437,6 +437,50 @@ def reduce_graph(obj: Object) -> tuple[Any, ...]:
     return (_rebuild_object, (key, fields))
 
 
+_NATIVE_NODE = re.compile(r'"(?:ffi\.Tensor|ffi\.Function|ffi\.Module[^"]*)"')
+
+
+def graph_holds_native(text: str) -> bool:
+    """Whether a JSON graph names a tensor, function or module node (which a package
+    such as TVM may serialize, but a process without it cannot read back)."""
+    return _NATIVE_NODE.search(text) is not None
+
+
+def holds_native(obj: Any) -> bool:
+    """Whether an object's graph (containers, reflected fields) holds a tensor, function
+    or module; each node is visited once (a List may hold itself)."""
+    from .module import Module
+    from .object import get_fields
+
+    seen: set[int] = set()
+    todo = [obj]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, (Tensor, Function, Module)):
+            return True
+        if not isinstance(value, Object) or value.__chandle__() in seen:
+            continue
+        seen.add(value.__chandle__())
+        key = value.type_key
+        if key in ("ffi.Array", "ffi.List"):
+            todo.extend(value)  # type: ignore[arg-type]
+        elif key in ("ffi.Map", "ffi.Dict"):
+            for k, v in value.items():  # type: ignore[attr-defined]
+                todo += (k, v)
+        else:
+            todo.extend(getattr(value, f.name) for f in get_fields(value))
+    return False
+
+
+def rebuild_from_graph(text: Any) -> Any:
+    """An object of a generated class (no class to name), from its JSON graph."""
+    from .serialization import from_json_graph_str
+
+    if not isinstance(text, str):
+        raise TypeError("a pickled object's graph must be a str")
+    return from_json_graph_str(text)  # the text is vetted before the runtime reads it
+
+
 def _rebuild_container(key: Any, items: Any) -> Any:
     from . import container
 

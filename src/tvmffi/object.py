@@ -755,12 +755,19 @@ def _reduce_hook(obj: Object) -> tuple[Any, ...]:
         return special
     try:
         text: str | None = to_json_graph_str(obj)
-    except TypeError as err:
-        if "does not support ToJSONGraph" not in str(err):
+    except (TypeError, RuntimeError):
+        # The runtime's refusal of a tensor or function, or a serializer another
+        # package registered for them failing (TVM's, on a strided tensor).
+        if not _pickle.holds_native(obj):
             raise
         text = None
-    if text is None:
-        return _pickle.reduce_graph(obj)  # it holds a tensor, function or module
+    if text is None or _pickle.graph_holds_native(text):
+        # It holds a tensor, function or module: sent as its fields, each pickled in
+        # turn (a JSON graph with a tensor needs the sender's serializer, e.g. TVM's).
+        return _pickle.reduce_graph(obj)
+    if _is_synthetic(type(obj)):
+        # A generated class cannot be pickled by reference: the graph names the type.
+        return (_pickle.rebuild_from_graph, (text,))
     return (_new_object, (type(obj),), {"handle": text})
 
 
