@@ -242,15 +242,15 @@ def host(*, subprocesses: _builtins.bool = True) -> None:
 
 
 def __getattr__(name: str) -> object:
-    """Import ``tvmffi.codegen``, ``cpp``, ``utils`` and ``_ffi_api`` on first use: the
-    import stays light. Clients reach ``tvm_ffi._ffi_api`` (the runtime's ``ffi.*``
+    """Import ``tvmffi.codegen``, ``cpp``, ``utils``, ``pickling`` and ``_ffi_api`` on first
+    use: the import stays light. Clients reach ``tvm_ffi._ffi_api`` (the runtime's ``ffi.*``
     functions) as an attribute without importing it, as the official package allows.
 
     ``__version__`` is the version of the official package (``apache-tvm-ffi``)
     whose runtime tvmffi loads and whose API it answers: a client compares it with the
     runtime it was built for. tvmffi's own release is ``__tvmffi_version__``.
     """
-    if name in ("codegen", "cpp", "utils", "_ffi_api"):
+    if name in ("codegen", "cpp", "utils", "pickling", "_ffi_api"):
         import importlib
 
         return importlib.import_module("." + name, __name__)
