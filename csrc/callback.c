@@ -131,6 +131,27 @@ int tvmffi_callback_create(PyObject* callable, TVMFFIObjectHandle* out) {
   return 0;
 }
 
+/* _callback_callable(f): the Python callable of a callback made here, or None
+ * for any other function (pickle sends a callback as its callable). */
+PyObject* tvmffi_callback_callable(PyObject* self, PyObject* f) {
+  (void)self;
+  if (!tvmffi_is_object(f)) {
+    PyErr_SetString(PyExc_TypeError, "_callback_callable expects a Function");
+    return NULL;
+  }
+  TVMFFIObjectHandle h = tvmffi_object_handle(f);
+  if (h == NULL) return NULL;
+  if (tvmffi_type_index_of(h) != kTVMFFIFunction) {
+    PyErr_SetString(PyExc_TypeError, "_callback_callable expects a Function");
+    return NULL;
+  }
+  PyCallback* cb = h;
+  /* Our cell layout holds only when the safe_call is ours; a live callback
+   * (f holds a strong reference) always has its callable. */
+  if (cb->cell.safe_call != callback_safe_call || cb->callable == NULL) Py_RETURN_NONE;
+  return Py_NewRef(cb->callable);
+}
+
 /* Releases the reference an FFI object (an opaque object, a kept-alive
  * object) holds on a Python object; the same thread rules as callback_deleter. */
 void tvmffi_release_py_object(void* self) {

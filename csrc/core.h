@@ -422,6 +422,8 @@ int tvmffi_opaque_py_create(PyObject* obj, TVMFFIObjectHandle* out);
 /* _to_opaque(obj) / _opaque_pyobject(o): wrap and unwrap an opaque Python object. */
 PyObject* tvmffi_py_to_opaque(PyObject* self, PyObject* obj);
 PyObject* tvmffi_opaque_pyobject(PyObject* self, PyObject* o);
+/* _callback_callable(f): the Python callable of a callback Function, else None. */
+PyObject* tvmffi_callback_callable(PyObject* self, PyObject* f);
 
 /* ---- error.c --------------------------------------------------------------- */
 /* After an FFI API returned non-zero: move the raised error into a Python

@@ -52,6 +52,8 @@ static PyMethodDef core_methods[] = {
     {"_to_opaque", tvmffi_py_to_opaque, METH_O, "_to_opaque(obj): obj in an ffi.OpaquePyObject."},
     {"_opaque_pyobject", tvmffi_opaque_pyobject, METH_O,
      "_opaque_pyobject(o): the Python object an ffi.OpaquePyObject holds."},
+    {"_callback_callable", tvmffi_callback_callable, METH_O,
+     "_callback_callable(f): the Python callable of a callback Function, else None."},
     {"_set_shape_class", tvmffi_set_shape_class, METH_O,
      "_set_shape_class(cls): ffi.Shape results come back as instances of cls."},
     {"_set_bytes_class", tvmffi_set_bytes_class, METH_O,

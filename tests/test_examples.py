@@ -22,6 +22,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 REQUIRES = re.compile(r"^# requires: tvmffi\.(\w+)", re.M)
 # Lines an example's output must hold, beyond running to completion.
 EXPECTED = {
+    "ray_tasks.py": ["task 2: Tensor [5.0, 5.0, 5.0, 5.0]"],
     "ops.py": [
         "eager:    tensor([1., 3., 5., 7.])",
         "compiled: tensor([0.5000, 2.5000, 4.5000, 6.5000]) y is now tensor([0.5000",

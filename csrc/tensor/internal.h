@@ -118,6 +118,9 @@ OwnTensor* own_from_checked(const DLTensor* dl, PyObject* owner, Py_ssize_t argp
  * fill): only what the copy relies on, the rank and the shape pointer. */
 OwnTensor* own_from_trusted(const DLTensor* dl, PyObject* owner, Py_ssize_t argpos);
 
+/* ---- buffer.c: a CPU Tensor over a Python buffer (pickle's rebuild) ------- */
+int tvmffi_tensor_buffer_init(PyObject* module);
+
 /* ---- numpy.c: NumPy -------------------------------------------------------- */
 /* Everything needed from an ndarray. */
 typedef struct {

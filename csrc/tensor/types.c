@@ -489,5 +489,6 @@ int tvmffi_tensor_init_types(PyObject* module) {
   /* NumPy imported before us gets any.c's exact-ndarray fast path from the
    * first call; a later import is found lazily (is_ndarray_type). */
   refresh_known_types();
+  if (tvmffi_tensor_buffer_init(module) != 0) return -1;
   return PyModule_AddFunctions(module, tensor_module_methods);
 }

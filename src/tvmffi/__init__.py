@@ -248,6 +248,7 @@ _LAZY_MODULES = frozenset(
     {
         "codegen",
         "cpp",
+        "pickling",
         "utils",
         "_dtype",
         "_ffi_api",

@@ -220,8 +220,19 @@ def _refuse_copy(self: Any) -> Any:
 
 
 def _deep_copy(self: Any, memo: Any = None) -> Any:
-    """``copy.deepcopy``: the runtime copies the whole graph (``ffi.DeepCopy``)."""
-    return _cached_global_func("ffi.DeepCopy")(self)
+    """``copy.deepcopy``: the runtime copies the whole graph (``ffi.DeepCopy``); a graph
+    holding what the runtime cannot copy (a tensor, a function) is copied the way pickle
+    sends it (tensors by their bytes)."""
+    try:
+        return _cached_global_func("ffi.DeepCopy")(self)
+    except RuntimeError as err:
+        from ._pickle import copies_what_deepcopy_refused
+
+        if not copies_what_deepcopy_refused(err):
+            raise  # a type that is not copyable at all (as officially)
+    from ._pickle import deep_copy_graph
+
+    return deep_copy_graph(self, memo)
 
 
 def _replace_fields(self: Any, **changes: Any) -> Any:

@@ -32,6 +32,7 @@ from typing import Any, SupportsIndex
 
 from . import _core
 from ._core import Object
+from ._dunder import _deep_copy
 from .function import _cached_global_func as _g
 from .object import MISSING, _register_class
 
@@ -159,7 +160,7 @@ class _FFISequence(Object):
         return type(self)(itertools.chain(other, self))  # type: ignore[call-arg]
 
     def __deepcopy__(self, memo: Any = None) -> Any:
-        return _g("ffi.DeepCopy")(self)
+        return _deep_copy(self, memo)
 
 
 class Array(_FFISequence, Sequence[Any]):
@@ -405,7 +406,7 @@ class _MapBase(Object):
         return int(_g("ffi.RecursiveHash")(self))
 
     def __deepcopy__(self, memo: Any = None) -> Any:
-        return _g("ffi.DeepCopy")(self)
+        return _deep_copy(self, memo)
 
 
 class Map(_MapBase, Mapping[Any, Any]):

@@ -80,7 +80,13 @@ class _Op:
         inouts = [i for i, t in enumerate(self.inputs) if t.inout]
         self.aliases = {i: k for k, i in enumerate(inouts)}
 
-    def __call__(self, *arrays: Any, **scalars: Any) -> Any:
+    def check(self, arrays: tuple[Any, ...], scalars: dict[str, Any]) -> dict[str, Any]:
+        """The signature's checks on the arrays' shapes; the scalars as Python numbers."""
+        return self._check(arrays, scalars)[1]
+
+    def _check(
+        self, arrays: tuple[Any, ...], scalars: dict[str, Any]
+    ) -> tuple[dict[str, int], dict[str, Any]]:
         sig = self.sig
         if len(arrays) != len(self.inputs):
             raise TypeError(
@@ -98,7 +104,11 @@ class _Op:
         # NumPy scalars (np.float32(2.0)) count as the Python numbers they hold.
         scalars = {k: v.item() if isinstance(v, np.generic) else v for k, v in scalars.items()}
         infos = {t.name: _aval_info(a) for t, a in zip(self.inputs, arrays, strict=True)}
-        values = self.checker.check(infos, scalars)
+        return self.checker.check(infos, scalars), scalars
+
+    def __call__(self, *arrays: Any, **scalars: Any) -> Any:
+        sig = self.sig
+        values, scalars = self._check(arrays, scalars)
         if sig.outputs:
             results = [
                 jax.ShapeDtypeStruct(shape, jax.numpy.dtype(t.dtype))  # type: ignore[no-untyped-call]
@@ -126,6 +136,7 @@ def register_op(
     sig: Signature | None = None,
     *,
     vmap_method: str | None = "sequential",
+    partition: Any = None,
 ) -> Callable[..., Any]:
     """A JAX operator running ``fn``, registered as the XLA FFI target ``name``.
 
@@ -149,6 +160,13 @@ def register_op(
     jax-tvm-ffi passes operands and results as two blocks, so ``fn``'s input
     tensors must be adjacent among its parameters, as must its outputs, and a
     signature cannot mix outputs with ``inout`` tensors (``ValueError``).
+
+    ``partition`` shards it: ``True`` (every Var may be split: the kernel is
+    element-wise along it) or a mapping of Var names to ``"split"``, ``"reduce"``
+    (a contraction: shards' outputs are summed) or ``"whole"`` (the default for
+    Vars it leaves out). The Shardy sharding rule comes from the signature, each
+    Var a factor, constant dimensions whole; under ``jax.jit`` on sharded inputs
+    each device runs the kernel on its shard (see ``docs/scaling.md``).
     """
     sig = op_signature(fn, sig, name)
     if not sig.inputs:
@@ -171,5 +189,13 @@ def register_op(
     op = _Op(name, sig, vmap_method)
     op.__name__ = op.__qualname__ = sig.name  # type: ignore[attr-defined]
     static: Sequence[str] = [p.name for p in op.scalars]
+    if partition is not None and partition is not False:
+        from ._jax_partition import partitioned
+
+        sharded = partitioned(op, op.check, sig, partition)
+        sharded.__name__ = sharded.__qualname__ = sig.name
+        jitted_sharded: Callable[..., Any] = jax.jit(sharded, static_argnames=static)
+        jitted_sharded.sharding_rule = sharded.sharding_rule  # type: ignore[attr-defined]
+        return jitted_sharded
     jitted: Callable[..., Any] = jax.jit(op, static_argnames=static)
     return jitted

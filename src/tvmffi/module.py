@@ -18,6 +18,7 @@ module), so a cached entry never dangles.
 from __future__ import annotations
 
 import os
+import weakref
 from enum import IntEnum
 from os import PathLike
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -516,7 +517,43 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
     if keep_module_alive:
         _cached_global_func("ffi.ModuleGlobalsAdd")(mod)
         _PINNED.add(file_name)
+    if os.sep in file_name:
+        _note_source(mod, ("file", os.path.abspath(file_name)), keep_module_alive)
     return mod
+
+
+# Where each module this process loaded came from (pickle sends a module as its
+# library's bytes, or the system library's prefix): its handle -> (source, what
+# proves the handle still means that module). A pinned module (in the runtime's
+# globals) and the system library live for the process: None; otherwise a weak
+# reference to its first wrapper, whose death may free the module and let its
+# address be reused.
+_SOURCES: dict[int, tuple[tuple[str, str], Any]] = {}
+
+
+def _note_source(mod: Module, source: tuple[str, str], pinned: bool) -> None:
+    handle = mod.__chandle__()
+    if pinned:
+        _SOURCES[handle] = (source, None)
+        return
+
+    def forget(_ref: Any, handle: int = handle) -> None:
+        entry = _SOURCES.get(handle)
+        if entry is not None and entry[1] is _ref:
+            del _SOURCES[handle]
+
+    _SOURCES[handle] = (source, weakref.ref(mod, forget))
+
+
+def _source_of(mod: Module) -> tuple[str, str] | None:
+    """``("file", path)`` or ``("system", prefix)`` for a module this process loaded."""
+    entry = _SOURCES.get(mod.__chandle__())
+    if entry is None:
+        return None
+    source, keeper = entry
+    if isinstance(keeper, weakref.ref) and keeper() is None:
+        return None
+    return source
 
 
 _PINNED: set[str] = set()
@@ -629,4 +666,6 @@ def system_lib(symbol_prefix: str = "") -> Module:
     if not isinstance(symbol_prefix, str):
         raise TypeError(f"symbol_prefix must be a str, not {type(symbol_prefix).__name__}")
     mod: Module = _cached_global_func("ffi.SystemLib")(symbol_prefix)
+    if mod.__chandle__() not in _SOURCES:
+        _note_source(mod, ("system", symbol_prefix), True)
     return mod

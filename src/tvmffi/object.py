@@ -747,9 +747,28 @@ def _reduce_hook(obj: Object) -> tuple[Any, ...]:
     cyclic or too deep object raises instead of overflowing the runtime's stack)."""
     if obj.__chandle__() == 0:
         return (_new_object, (type(obj),), {"handle": None})
+    from . import _pickle  # tensors, functions and modules: not JSON
     from .serialization import to_json_graph_str  # it imports this module
 
-    return (_new_object, (type(obj),), {"handle": to_json_graph_str(obj)})
+    special = _pickle.reduce(obj)
+    if special is not None:
+        return special
+    try:
+        text: str | None = to_json_graph_str(obj)
+    except (TypeError, RuntimeError):
+        # The runtime's refusal of a tensor or function, or a serializer another
+        # package registered for them failing (TVM's, on a strided tensor).
+        if not _pickle.holds_native(obj):
+            raise
+        text = None
+    if text is None or _pickle.graph_holds_native(text):
+        # It holds a tensor, function or module: sent as its fields, each pickled in
+        # turn (a JSON graph with a tensor needs the sender's serializer, e.g. TVM's).
+        return _pickle.reduce_graph(obj)
+    if _is_synthetic(type(obj)):
+        # A generated class cannot be pickled by reference: the graph names the type.
+        return (_pickle.rebuild_from_graph, (text,))
+    return (_new_object, (type(obj),), {"handle": text})
 
 
 def _setstate_hook(obj: Object, state: Any) -> None:

@@ -327,7 +327,12 @@ def _register_eager(
 
 
 def register_op(
-    qualname: str, fn: Callable[..., Any], sig: Signature | None = None
+    qualname: str,
+    fn: Callable[..., Any],
+    sig: Signature | None = None,
+    *,
+    backward: Callable[..., Any] | None = None,
+    backward_sig: Signature | None = None,
 ) -> torch._ops.OpOverload:
     """Define the PyTorch operator ``qualname`` (``"ns::name"``) that runs ``fn``.
 
@@ -347,8 +352,13 @@ def register_op(
     ``fn`` that is not an FFI function, the eager kernel is generated Python
     doing the same (one warning for the former). Its fake implementation runs the
     signature's checks with the wrapper's messages and returns empty outputs
-    of the computed shapes. Returns ``torch.ops.ns.name.default``; autograd is
-    not generated (``torch.library.register_autograd`` adds it).
+    of the computed shapes. Returns ``torch.ops.ns.name.default``.
+
+    ``backward`` makes it differentiable: another kernel with its own signature
+    (``backward_sig``, or its codegen signature), whose parameters are named after
+    the forward's inputs and scalars and ``grad_<output>``, and whose outputs are
+    ``grad_<input>``; or a Python function called with those keywords that returns
+    the input gradients. See ``docs/scaling.md`` (``tvmffi._torch_autograd``).
     """
     if not isinstance(qualname, str) or qualname.count("::") != 1:
         raise ValueError(f"qualname must be 'namespace::name', got {qualname!r}")
@@ -357,6 +367,11 @@ def register_op(
         raise TypeError(f"fn must be callable, not {type(fn).__name__}")
     ns, name = qualname.split("::")
     plan = _Plan(sig)
+    autograd = None
+    if backward is not None or backward_sig is not None:
+        from ._torch_autograd import prepare_backward  # checked before anything is defined
+
+        autograd = prepare_backward(qualname, sig, backward, backward_sig)
     with _LOCK:
         # (torch.library's methods are untyped.)
         lib = torch.library.Library(ns, "FRAGMENT")  # type: ignore[no-untyped-call]
@@ -364,5 +379,7 @@ def register_op(
         _register_eager(lib, qualname, fn, plan, checked=signature_of(fn) == sig)
         torch.library.register_fake(qualname, plan.fake, lib=lib)
         _LIBRARIES.append(lib)
+    if autograd is not None:
+        autograd.attach(qualname, lib, register_op)
     op: torch._ops.OpOverload = getattr(getattr(torch.ops, ns), name).default
     return op
