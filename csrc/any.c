@@ -709,7 +709,7 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
     case K_BYTES_OBJ:
       return tvmffi_bytes_obj_to_any(obj, out, temps);
     case K_SHAPE:
-      return tvmffi_shape_obj_to_any(obj, out);
+      return tvmffi_shape_obj_to_any(obj, out, temps);
     case K_BYTES:
       return tvmffi_bytes_to_any(PyBytes_AS_STRING(obj), PyBytes_GET_SIZE(obj), out, temps);
     case K_BYTEARRAY:

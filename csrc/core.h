@@ -200,7 +200,7 @@ NumpyScalarKind tvmffi_numpy_scalar_kind(PyTypeObject* tp);
  * __float__) must convert it, -1 with an error set. */
 int tvmffi_numpy_scalar_to_any(PyObject* obj, NumpyScalarKind kind, TVMFFIAny* out);
 PyObject* tvmffi_shape_from_owned(TVMFFIObjectHandle h);
-int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out);
+int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out, TempList* temps);
 
 /* ---- object.c -------------------------------------------------------------- */
 typedef struct {

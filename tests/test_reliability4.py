@@ -1,0 +1,89 @@
+"""Regression tests of issue 32 (reliability, fourth round): nothing reached through a
+new surface may crash, corrupt or leak. Crash classes run in a subprocess."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+import tvmffi
+import tvmffi.testing as testing
+from conftest import run_python
+
+
+def run_ok(code: str, **kwargs: object) -> str:
+    """Run ``code`` in a fresh interpreter; it must exit 0. Returns its stdout."""
+    proc = run_python(textwrap.dedent(code), **kwargs)  # type: ignore[arg-type]
+    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+# ---- 1. a Shape/Bytes passes its cached object, held for the whole call ----------------
+def test_cached_object_from_a_property_is_held_for_the_call() -> None:
+    # The attribute is a property returning a fresh object: the reference GetAttr gave
+    # is the only one, so the call must hold its own (ASan: heap-use-after-free before).
+    out = run_ok(
+        """
+        import tvmffi, tvmffi.testing as t
+        from tvmffi._strings import Bytes
+
+        class S(tvmffi.Shape):
+            @property
+            def _tvm_ffi_cached_object(self):
+                return tvmffi.Shape([7, 8, 9])._tvm_ffi_cached_object
+            @_tvm_ffi_cached_object.setter
+            def _tvm_ffi_cached_object(self, value):
+                pass
+
+        class B(Bytes):
+            @property
+            def _tvm_ffi_cached_object(self):
+                return t.echo(b"fresh" * 10)._tvm_ffi_cached_object
+            @_tvm_ffi_cached_object.setter
+            def _tvm_ffi_cached_object(self, value):
+                pass
+
+        for i in range(300):
+            assert t.echo(S([1, 2, 3])) == (7, 8, 9)
+            assert t.echo(B(b"given")) == b"fresh" * 10
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_official_shape_proxy_cached_object_from_a_property_is_held() -> None:
+    pytest.importorskip("tvm_ffi")
+    out = run_ok(
+        """
+        import tvm_ffi, tvmffi.testing as t
+
+        class S(tvm_ffi.Shape):
+            @property
+            def _tvm_ffi_cached_object(self):
+                return tvm_ffi.Shape((7, 8))._tvm_ffi_cached_object
+            @_tvm_ffi_cached_object.setter
+            def _tvm_ffi_cached_object(self, value):
+                pass
+
+        s = tuple.__new__(S, (1, 2))
+        for i in range(300):
+            assert t.echo(s) == (7, 8)
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_cached_object_replaced_during_the_call_stays_alive() -> None:
+    # A callback (run by the callee) replaces the attribute: the object passed stays valid.
+    shape = tvmffi.Shape([4, 5])
+
+    def replace(x: object) -> object:
+        shape._tvm_ffi_cached_object = tvmffi.Shape([1])._tvm_ffi_cached_object
+        return x
+
+    apply = tvmffi.get_global_func("testing.apply")
+    assert apply(replace, shape) == (4, 5)
+
