@@ -225,6 +225,12 @@ static PyObject* vetted_args(TVMFFIPyFunction* self, PyObject* const* args, Py_s
   return vetted;
 }
 
+static Py_NO_INLINE PyObject* no_function_error(PyObject* self) {
+  PyErr_Format(PyExc_ValueError, "%.200s object holds no FFI function (moved from, or never "
+               "given one)", Py_TYPE(self)->tp_name);
+  return NULL;
+}
+
 /* A call of a runtime builtin with BUILTIN_* flags (function_vectorcall). */
 static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* const* args,
                                            Py_ssize_t nargs) {
@@ -232,8 +238,11 @@ static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* con
   if (builtin & BUILTIN_VETS_ARGS) {
     PyObject* vetted = vetted_args(self, args, nargs);
     if (vetted == NULL) return NULL;
-    PyObject* res = call_safe(self->base.handle, self->safe_call, &PyTuple_GET_ITEM(vetted, 0),
-                              PyTuple_GET_SIZE(vetted), self->release_gil);
+    /* The hook ran Python code, which may have moved the function. */
+    PyObject* res = self->base.handle == NULL
+                        ? no_function_error((PyObject*)self)
+                        : call_safe(self->base.handle, self->safe_call, &PyTuple_GET_ITEM(vetted, 0),
+                                    PyTuple_GET_SIZE(vetted), self->release_gil);
     Py_DECREF(vetted);
     return res;
   }
@@ -244,9 +253,14 @@ static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* con
                                args, nargs);
     if (held == NULL) return NULL;
   }
-  PyObject* res = nargs == 0
-                      ? call_no_args(self->base.handle, self->safe_call, self->release_gil)
-                      : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  PyObject* res;
+  if (self->base.handle == NULL) { /* the hold ran Python code (__eq__ of a key) */
+    res = no_function_error((PyObject*)self);
+  } else {
+    res = nargs == 0
+              ? call_no_args(self->base.handle, self->safe_call, self->release_gil)
+              : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  }
   Py_XDECREF(held); /* a dropped deep value is freed here, iteratively */
   if ((builtin & BUILTIN_FUNCTOR_KEEPS_GIL) && res != NULL && Py_TYPE(res) == &TVMFFIFunctionType) {
     ((TVMFFIPyFunction*)res)->release_gil = 0;
@@ -255,9 +269,12 @@ static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* con
 }
 
 /* The call by its arity, once the function is known to be plain. Tail calls:
- * the vectorcall's frame costs nothing on the common path. */
+ * the vectorcall's frame costs nothing on the common path. The handle is
+ * checked here, where the call loads it: a move (f._move() taken by a callee,
+ * __move_handle_from__) empties it but leaves the cached safe_call. */
 static inline PyObject* call_by_arity(TVMFFIPyFunction* self, PyObject* const* args,
                                       Py_ssize_t nargs) {
+  if (__builtin_expect(self->base.handle == NULL, 0)) return no_function_error((PyObject*)self);
   if (nargs == 0) return call_no_args(self->base.handle, self->safe_call, self->release_gil);
   if (nargs <= STACK_ARGS) {
     return call_scalars(self->base.handle, self->safe_call, args, nargs, self->release_gil);
@@ -272,10 +289,7 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
     PyErr_SetString(PyExc_TypeError, "TVM FFI functions take positional arguments only");
     return NULL;
   }
-  if (self->safe_call == NULL) {
-    PyErr_Format(PyExc_ValueError, "%.200s object holds no FFI function", Py_TYPE(callable)->tp_name);
-    return NULL;
-  }
+  if (self->safe_call == NULL || self->base.handle == NULL) return no_function_error(callable);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   if (self->builtin_flags != 0) return builtin_call(self, args, nargs);
   return call_by_arity(self, args, nargs);

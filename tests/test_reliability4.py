@@ -87,3 +87,32 @@ def test_cached_object_replaced_during_the_call_stays_alive() -> None:
     apply = tvmffi.get_global_func("testing.apply")
     assert apply(replace, shape) == (4, 5)
 
+
+# ---- 2. calling a moved-from Function raises, it does not call a NULL handle ----------
+def test_calling_a_moved_from_function_raises() -> None:
+    out = run_ok(
+        """
+        import tvmffi, tvmffi.testing as t
+        g = tvmffi.get_global_func("testing.nop")
+        cb = tvmffi.convert(lambda *a: 1)
+        for f in (g, cb):
+            t.echo(f._move())  # the callee takes the handle
+            for args in ((), (1,), tuple(range(12))):
+                try:
+                    f(*args)
+                except ValueError as e:
+                    assert "holds no FFI function" in str(e), e
+                else:
+                    raise AssertionError("a moved-from Function was called")
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_moved_from_builtin_function_raises() -> None:
+    clear = tvmffi.get_global_func("ffi.ListClear")
+    testing.echo(clear._move())
+    with pytest.raises(ValueError, match="holds no FFI function"):
+        clear(tvmffi.List([1]))
+
