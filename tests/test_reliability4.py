@@ -116,3 +116,25 @@ def test_moved_from_builtin_function_raises() -> None:
     with pytest.raises(ValueError, match="holds no FFI function"):
         clear(tvmffi.List([1]))
 
+
+# ---- 5. Function's doc descriptors check the instance type -----------------------------
+@pytest.mark.parametrize("name", ["__doc__", "__name__", "__qualname__", "__signature__"])
+def test_function_doc_descriptors_refuse_other_types(name: str) -> None:
+    out = run_ok(
+        f"""
+        import tvmffi
+        d = tvmffi.Function.__dict__[{name!r}]
+        for call in (lambda: d.__get__(b"A" * 256, bytes), lambda: d.__set__(b"A" * 256, "x"),
+                     lambda: d.__get__(object(), object), lambda: d.__delete__([1, 2])):
+            try:
+                call()
+            except TypeError as e:
+                assert "doesn't apply to a" in str(e), e
+            else:
+                raise AssertionError("no TypeError")
+        f = tvmffi.get_global_func("testing.nop")
+        assert d.__get__(f, type(f)) == getattr(f, {name!r})
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
