@@ -138,3 +138,26 @@ def test_function_doc_descriptors_refuse_other_types(name: str) -> None:
         """
     )
     assert out.strip() == "ok"
+
+
+# ---- 6. NumPy scalars are recognised by type identity, not by name ----------------------
+@pytest.mark.parametrize("name", ["numpy.int64", "numpy.float32", "numpy.uint8"])
+def test_class_named_like_a_numpy_scalar_is_an_opaque_object(name: str) -> None:
+    import numpy as np
+
+    real = getattr(np, name.split(".")[1])
+    assert testing.echo(real(5)) == 5  # the real type was seen and read in place
+    fake_type = type(name, (), {"__slots__": ("x",)})
+    fake = fake_type()
+    fake.x = 12345
+    # As officially: an opaque object, the same one back (not the slot's id()).
+    assert testing.echo(fake) is fake
+
+
+def test_real_numpy_scalars_still_convert_exactly() -> None:
+    import numpy as np
+
+    assert testing.echo(np.int8(-3)) == -3
+    assert testing.echo(np.uint64(2**63 + 5)) == 2**63 + 5
+    assert testing.echo(np.float32(1.5)) == 1.5
+    assert testing.echo(np.int64(-(2**62))) == -(2**62)
