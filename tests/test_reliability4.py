@@ -6,10 +6,10 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from conftest import run_python
 
 import tvmffi
 import tvmffi.testing as testing
-from conftest import run_python
 
 
 def run_ok(code: str, **kwargs: object) -> str:
@@ -161,3 +161,30 @@ def test_real_numpy_scalars_still_convert_exactly() -> None:
     assert testing.echo(np.uint64(2**63 + 5)) == 2**63 + 5
     assert testing.echo(np.float32(1.5)) == 1.5
     assert testing.echo(np.int64(-(2**62))) == -(2**62)
+
+
+# ---- 8. exception classes that cross the boundary are not kept alive --------------------
+def test_exception_classes_crossing_the_boundary_can_be_collected() -> None:
+    import gc
+    import weakref
+
+    echo = tvmffi.get_global_func("testing.echo")
+
+    apply = tvmffi.get_global_func("testing.apply")
+    refs = []
+    for i in range(100):
+        cls = type(f"Dynamic{i}", (ValueError,), {})
+        for _ in range(2):  # the second takes the C fast path (the class's facts)
+            err = echo(cls("never raised"))
+            assert (err.kind, err.message) == ("ValueError", "never raised")
+
+        def raise_it(cls: type[BaseException] = cls) -> None:
+            raise cls("from a callback")
+
+        with pytest.raises(ValueError, match="from a callback"):
+            apply(raise_it)
+        refs.append(weakref.ref(cls))
+        del cls, err, raise_it
+    gc.collect()
+    alive = sum(r() is not None for r in refs)
+    assert alive == 0, f"{alive} of 100 exception classes kept alive"
