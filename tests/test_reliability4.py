@@ -188,3 +188,32 @@ def test_exception_classes_crossing_the_boundary_can_be_collected() -> None:
     gc.collect()
     alive = sum(r() is not None for r in refs)
     assert alive == 0, f"{alive} of 100 exception classes kept alive"
+
+
+# ---- 10. the torch probes run out of the user's dispatch and function modes -------------
+def test_torch_probes_are_not_seen_by_user_modes() -> None:
+    pytest.importorskip("torch")
+    out = run_ok(
+        """
+        import torch, tvmffi.testing as t
+        from torch.overrides import TorchFunctionMode
+        from torch.utils._python_dispatch import TorchDispatchMode
+        seen = []
+        class Log(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                seen.append(str(func))
+                return func(*args, **(kwargs or {}))
+        class FunctionLog(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                seen.append(getattr(func, "__name__", str(func)))
+                return func(*args, **(kwargs or {}))
+        x = torch.arange(6.0).reshape(2, 3)
+        c, xt = torch.ones(2, dtype=torch.complex64), x.t()
+        with Log(), FunctionLog():  # the process's first torch arguments: the probes run here
+            assert t.echo(x) is not None
+            t.nop(c)
+            t.nop(xt)
+        print(seen)
+        """
+    )
+    assert out.strip() == "[]"
