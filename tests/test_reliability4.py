@@ -217,3 +217,66 @@ def test_torch_probes_are_not_seen_by_user_modes() -> None:
         """
     )
     assert out.strip() == "[]"
+
+
+# ---- 3. builtin guards follow the function's handle, not the name it was looked up by ---
+_GUARD_ROUTES = """
+import json, tvmffi
+apply = tvmffi.get_global_func("testing.apply")
+def routes(name):
+    looked_up = tvmffi.get_global_func(name)
+    yield "array element", tvmffi.Array([looked_up])[0]
+    yield "callback argument", apply(lambda f: [f], looked_up)[0]
+    yield "to_function", tvmffi.convert(looked_up)
+    yield "list element", tvmffi.List([looked_up])[0]
+"""
+
+
+def test_json_decoder_vetting_follows_the_function() -> None:
+    out = run_ok(
+        _GUARD_ROUTES
+        + """
+nodes = [{"type": "int", "data": 1}, {"type": "ffi.Array", "data": [True]}]
+text = json.dumps({"root_index": 1, "nodes": nodes})  # `true`: a self-reference
+for route, decode in routes("ffi.FromJSONGraphString"):
+    try:
+        decode(text)
+    except TypeError as e:
+        assert "must be a node index" in str(e), (route, e)
+    else:
+        raise AssertionError(route)
+for route, decode in routes("ffi.FromJSONGraph"):
+    try:
+        decode(json.loads(text))
+    except TypeError as e:
+        assert "must be a node index" in str(e), (route, e)
+    else:
+        raise AssertionError(route)
+print("ok")
+"""
+    )
+    assert out.strip() == "ok"
+
+
+def test_container_hold_guard_follows_the_function() -> None:
+    out = run_ok(
+        _GUARD_ROUTES
+        + """
+def deep(n):
+    a = tvmffi.List([])
+    for _ in range(n):
+        a = tvmffi.List([a])
+    return a
+for route, clear in routes("ffi.ListClear"):
+    h = tvmffi.List([deep(300_000)])
+    clear(h)  # the runtime drops a 300k-deep List: freed iteratively, no stack overflow
+    assert len(h) == 0, route
+for route, erase in routes("ffi.DictErase"):
+    h = tvmffi.Dict({"k": deep(300_000)})
+    erase(h, "k")
+    assert len(h) == 0, route
+print("ok")
+""",
+        timeout=300,
+    )
+    assert out.strip() == "ok"
