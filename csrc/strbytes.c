@@ -344,21 +344,21 @@ PyObject* tvmffi_bytes_from_owned(TVMFFIObjectHandle h) {
 }
 
 /* The FFI object a Bytes or Shape carries as `_tvm_ffi_cached_object`, held
- * by `temps` for the call: the attribute may be a property returning a fresh
+ * by `temps` for the call (temps_hold_object): the attribute may be a property returning a fresh
  * object, or be replaced while the call runs (a callback), so the reference
  * GetAttr gave is not enough once dropped. 1 when passed, 0 when the value
  * is no FFI object, -1 with an exception set when the read failed. */
-static int cached_object_to_any(PyObject* owner, TVMFFIAny* out, TempList* temps) {
+static inline __attribute__((always_inline)) int cached_object_to_any(PyObject* owner,
+                                                                      TVMFFIAny* out,
+                                                                      TempList* temps) {
   PyObject* cached = PyObject_GetAttr(owner, tvmffi_str_cached_object);
   if (cached == NULL) return -1;
   TVMFFIObjectHandle h = tvmffi_is_object(cached) ? ((TVMFFIPyObject*)cached)->handle : NULL;
-  int rc = 0;
-  if (h != NULL) {
-    TVMFFIObjectIncRef(h);
-    rc = temps_push(temps, h) == 0 ? 1 : -1;
-    if (rc < 0) TVMFFIObjectDecRef(h);
+  if (h == NULL) {
+    Py_DECREF(cached);
+    return 0;
   }
-  Py_DECREF(cached);
+  int rc = temps_hold_object(temps, cached) == 0 ? 1 : -1; /* takes `cached` */
   if (rc > 0) {
     out->type_index = tvmffi_type_index_of(h);
     out->zero_padding = 0;
