@@ -152,8 +152,42 @@ def make_cases(tmp: str) -> list[Case]:
         mod.get_function("scale")
         mod["scale"]
 
+    # Issue 32's paths: a Shape/Bytes passes its cached object (held for the call), a
+    # guarded builtin reached as an Array element, a moved-from Function, a never-raised
+    # exception of a class made at run time.
+    shape = tvmffi.Shape([2, 3, 4])
+    ffi_bytes = echo(b"soak" * 16)
+    shape_obj = shape._tvm_ffi_cached_object
+    append_any = tvmffi.Array([tvmffi.get_global_func("ffi.ListAppend")])[0]
+    pop_any = tvmffi.get_global_func("ffi.ListPop")
+    scratch = tvmffi.List()
+    moved = tvmffi.convert(lambda: None)
+    echo(moved._move())
+    made_error = type("SoakError", (ValueError,), {})
+
+    def guarded_builtin() -> None:
+        append_any(scratch, arr)
+        pop_any(scratch, 0)
+
+    def moved_function() -> None:
+        try:
+            moved()
+        except ValueError:
+            return
+        raise AssertionError("a moved-from Function was called")
+
     cases = [
         Case("int small", lambda: echo(7)),
+        Case(
+            "Shape and Bytes (cached objects)",
+            lambda: (nop(shape), echo(ffi_bytes)),
+            shape,
+            shape_obj,
+            ffi_bytes,
+        ),
+        Case("guarded builtin as an Array element", guarded_builtin, scratch, arr),
+        Case("moved-from Function", moved_function),
+        Case("exception of a run-time class", lambda: echo(made_error("soak")), made_error),
         Case("int large", lambda: echo(big), big),
         Case("int negative", lambda: echo(neg), neg),
         Case("float", lambda: echo(flt), flt),

@@ -571,11 +571,13 @@ static int classify(PyTypeObject* tp) {
   return K_OPAQUE;
 }
 
-/* Direct-mapped cache; entries own a reference to their type so a freed and
- * reallocated type object can never alias a stale entry. A decision holds
- * only while the type is unchanged: CPython gives a type a new version tag
- * (never reused; 0 means none yet) after any change to it or to a base, so a
- * class that gains __dlpack__ or loses __call__ is classified anew. */
+/* Direct-mapped cache. A decision holds only while the type is unchanged:
+ * CPython gives a type a new version tag (never reused; 0 means none yet)
+ * after any change to it or to a base, so a class that gains __dlpack__ or
+ * loses __call__ is classified anew. The tag also tells a type made later at
+ * a freed type's address (it gets a tag of its own) from the stale entry, so
+ * entries hold no reference: classes made at run time (exception classes
+ * passed as arguments) stay collectable. The address is only compared. */
 #define KIND_CACHE_SIZE 64
 static struct {
   PyTypeObject* type;
@@ -591,8 +593,6 @@ static int kind_of(PyTypeObject* tp) {
   }
   int kind = classify(tp);
   if (kind < 0) return -1;
-  Py_INCREF(tp);
-  Py_XDECREF(g_kind_cache[slot].type);
   g_kind_cache[slot].type = tp;
   g_kind_cache[slot].tag = tvmffi_type_version_tag(tp); /* read after classify: its lookups may modify */
   g_kind_cache[slot].kind = kind;
@@ -709,7 +709,7 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
     case K_BYTES_OBJ:
       return tvmffi_bytes_obj_to_any(obj, out, temps);
     case K_SHAPE:
-      return tvmffi_shape_obj_to_any(obj, out);
+      return tvmffi_shape_obj_to_any(obj, out, temps);
     case K_BYTES:
       return tvmffi_bytes_to_any(PyBytes_AS_STRING(obj), PyBytes_GET_SIZE(obj), out, temps);
     case K_BYTEARRAY:

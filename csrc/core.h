@@ -91,6 +91,10 @@ typedef struct {
    * (address >> 4) % 64): a tensor not seen before in this call, the common
    * case, is told apart without scanning the items (tensor_from_py.c). */
   uint64_t tensor_owners;
+  /* One Python object held for the call, or NULL: a Shape's or Bytes'
+   * _tvm_ffi_cached_object, whose handle is passed (strbytes.c); holding the
+   * object costs less than a reference to its handle. */
+  PyObject* kept;
   TVMFFIObjectHandle inline_items[TVMFFI_TEMPS_INLINE];
 } TempList;
 
@@ -100,17 +104,26 @@ static inline void temps_init(TempList* t) {
   t->items = t->inline_items;
   t->dlpack_api = NULL;
   t->tensor_owners = 0;
+  t->kept = NULL;
 }
 int temps_push(TempList* t, TVMFFIObjectHandle h);
+/* Holds `obj`'s FFI handle for the call (the object itself where the one slot
+ * is free, else a reference to the handle). `obj` is a live tvmffi Object
+ * with a handle; the caller's reference to it is taken over (also on
+ * failure). 0, or -1 with an error set. */
+int temps_hold_object(TempList* t, PyObject* obj);
 void temps_release_items(TempList* t);
 /* Releases the temporaries and makes the list empty again. Most calls have
- * none: that case is a test, inline. */
+ * none: that case is a test, inline; so is a kept object alone (a Shape). */
 static inline void temps_release(TempList* t) {
+  PyObject* kept = t->kept;
   if (t->size != 0 || t->items != t->inline_items) {
-    temps_release_items(t);
+    temps_release_items(t); /* empties `kept` too */
   } else {
     t->dlpack_api = NULL;
+    t->kept = NULL;
   }
+  Py_XDECREF(kept); /* last: its release may run Python code */
 }
 /* Frees a call's own temporary Tensor object (own_tensor.c) when nobody else
  * holds it: 1, or 0 when the reference must be dropped as usual. GIL held. */
@@ -200,7 +213,7 @@ NumpyScalarKind tvmffi_numpy_scalar_kind(PyTypeObject* tp);
  * __float__) must convert it, -1 with an error set. */
 int tvmffi_numpy_scalar_to_any(PyObject* obj, NumpyScalarKind kind, TVMFFIAny* out);
 PyObject* tvmffi_shape_from_owned(TVMFFIObjectHandle h);
-int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out);
+int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out, TempList* temps);
 
 /* ---- object.c -------------------------------------------------------------- */
 typedef struct {

@@ -94,8 +94,8 @@ static PyObject* py_error_new(PyObject* self, PyObject* const* args, Py_ssize_t 
  * An exception that was never raised (no traceback) and carries no FFI error of
  * its own takes a fast path to the same result: an error of its class's kind
  * and its message, with an empty backtrace, without a Python frame. The kind
- * comes from that module's per-class table (_CLASS_FACTS: class -> (kind, is a
- * KeyError)), which the Python path fills for classes with no __tvm_ffi_error__
+ * comes from that module's per-class table (_CLASS_FACTS: class, or
+ * weakref.ref(class) for a heap type -> (kind, is a KeyError, ...)), which the Python path fills for classes with no __tvm_ffi_error__
  * of their own; a class not in it yet takes the Python path. */
 static struct {
   PyObject* class_facts; /* the dict itself: cleared in place, never rebound */
@@ -144,8 +144,16 @@ static int fresh_exception_error(PyObject* exc, TVMFFIObjectHandle* h) {
   PyBaseExceptionObject* b = (PyBaseExceptionObject*)exc;
   if (b->traceback != NULL && b->traceback != Py_None) return 0;
   if (b->dict != NULL && PyDict_GetItemWithError(b->dict, g_exc.ffi_error) != NULL) return 0;
-  PyObject* facts = PyDict_GetItemWithError(g_exc.class_facts, (PyObject*)Py_TYPE(exc));
-  if (facts == NULL || !PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) != 2) {
+  /* A class made at run time is keyed by its canonical weak reference, which
+   * this returns without allocating while the table holds it; a built-in
+   * class (immortal in effect) by itself. */
+  PyTypeObject* tp = Py_TYPE(exc);
+  PyObject* key = tp->tp_flags & Py_TPFLAGS_HEAPTYPE ? PyWeakref_NewRef((PyObject*)tp, NULL)
+                                                      : Py_NewRef((PyObject*)tp);
+  if (key == NULL) return -1;
+  PyObject* facts = PyDict_GetItemWithError(g_exc.class_facts, key);
+  Py_DECREF(key);
+  if (facts == NULL || !PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) < 2) {
     return PyErr_Occurred() ? -1 : 0;
   }
   Py_INCREF(facts); /* str() below may run Python code that clears the table */

@@ -225,6 +225,12 @@ static PyObject* vetted_args(TVMFFIPyFunction* self, PyObject* const* args, Py_s
   return vetted;
 }
 
+static Py_NO_INLINE PyObject* no_function_error(PyObject* self) {
+  PyErr_Format(PyExc_ValueError, "%.200s object holds no FFI function (moved from, or never "
+               "given one)", Py_TYPE(self)->tp_name);
+  return NULL;
+}
+
 /* A call of a runtime builtin with BUILTIN_* flags (function_vectorcall). */
 static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* const* args,
                                            Py_ssize_t nargs) {
@@ -232,8 +238,11 @@ static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* con
   if (builtin & BUILTIN_VETS_ARGS) {
     PyObject* vetted = vetted_args(self, args, nargs);
     if (vetted == NULL) return NULL;
-    PyObject* res = call_safe(self->base.handle, self->safe_call, &PyTuple_GET_ITEM(vetted, 0),
-                              PyTuple_GET_SIZE(vetted), self->release_gil);
+    /* The hook ran Python code, which may have moved the function. */
+    PyObject* res = self->base.handle == NULL
+                        ? no_function_error((PyObject*)self)
+                        : call_safe(self->base.handle, self->safe_call, &PyTuple_GET_ITEM(vetted, 0),
+                                    PyTuple_GET_SIZE(vetted), self->release_gil);
     Py_DECREF(vetted);
     return res;
   }
@@ -244,9 +253,14 @@ static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* con
                                args, nargs);
     if (held == NULL) return NULL;
   }
-  PyObject* res = nargs == 0
-                      ? call_no_args(self->base.handle, self->safe_call, self->release_gil)
-                      : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  PyObject* res;
+  if (self->base.handle == NULL) { /* the hold ran Python code (__eq__ of a key) */
+    res = no_function_error((PyObject*)self);
+  } else {
+    res = nargs == 0
+              ? call_no_args(self->base.handle, self->safe_call, self->release_gil)
+              : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  }
   Py_XDECREF(held); /* a dropped deep value is freed here, iteratively */
   if ((builtin & BUILTIN_FUNCTOR_KEEPS_GIL) && res != NULL && Py_TYPE(res) == &TVMFFIFunctionType) {
     ((TVMFFIPyFunction*)res)->release_gil = 0;
@@ -255,9 +269,12 @@ static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* con
 }
 
 /* The call by its arity, once the function is known to be plain. Tail calls:
- * the vectorcall's frame costs nothing on the common path. */
+ * the vectorcall's frame costs nothing on the common path. The handle is
+ * checked here, where the call loads it: a move (f._move() taken by a callee,
+ * __move_handle_from__) empties it but leaves the cached safe_call. */
 static inline PyObject* call_by_arity(TVMFFIPyFunction* self, PyObject* const* args,
                                       Py_ssize_t nargs) {
+  if (__builtin_expect(self->base.handle == NULL, 0)) return no_function_error((PyObject*)self);
   if (nargs == 0) return call_no_args(self->base.handle, self->safe_call, self->release_gil);
   if (nargs <= STACK_ARGS) {
     return call_scalars(self->base.handle, self->safe_call, args, nargs, self->release_gil);
@@ -272,10 +289,7 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
     PyErr_SetString(PyExc_TypeError, "TVM FFI functions take positional arguments only");
     return NULL;
   }
-  if (self->safe_call == NULL) {
-    PyErr_Format(PyExc_ValueError, "%.200s object holds no FFI function", Py_TYPE(callable)->tp_name);
-    return NULL;
-  }
+  if (self->safe_call == NULL || self->base.handle == NULL) return no_function_error(callable);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   if (self->builtin_flags != 0) return builtin_call(self, args, nargs);
   return call_by_arity(self, args, nargs);
@@ -291,6 +305,8 @@ static PyObject* plain_vectorcall(PyObject* callable, PyObject* const* args, siz
   return call_by_arity((TVMFFIPyFunction*)callable, args, PyVectorcall_NARGS(nargsf));
 }
 
+static int guarded_flags(TVMFFIObjectHandle handle);
+
 /* Function objects are garbage-collected types (their __dict__ may hold a
  * cycle) but start untracked: one is tracked only once it has a dict, so the
  * common wrapper costs the collector nothing. */
@@ -305,9 +321,11 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
   f->base.dlpack_api = NULL;
   f->base.graph_height = 0;
   f->safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(handle))->safe_call;
-  f->vectorcall = f->safe_call != NULL ? plain_vectorcall : function_vectorcall;
-  f->release_gil = g_release_gil_default;
-  f->builtin_flags = 0;
+  f->builtin_flags = guarded_flags(handle);
+  f->vectorcall =
+      f->safe_call != NULL && f->builtin_flags == 0 ? plain_vectorcall : function_vectorcall;
+  /* A guarded builtin touches shared containers: it keeps the GIL, as by name. */
+  f->release_gil = f->builtin_flags != 0 ? 0 : g_release_gil_default;
   f->dict = NULL;
   return (PyObject*)f;
 }
@@ -496,23 +514,24 @@ static int makes_functor(const char* name) {
  * epoch bump when they can add an element (removing or reordering cannot make
  * a cycle or a deeper value), and the HOLD_* kind of what they drop (Pop
  * hands its value back to the caller, so it drops nothing). */
+enum { ADDS_ELEMENT = BUILTIN_MUTATES_GRAPH };
+static const struct {
+  const char* name;
+  int flags;
+} kChanging[] = {
+    {"ffi.ListSetItem", ADDS_ELEMENT | BUILTIN_HOLD(HOLD_INDEX)},
+    {"ffi.ListReplaceSlice", ADDS_ELEMENT | BUILTIN_HOLD(HOLD_RANGE)},
+    {"ffi.DictSetItem", ADDS_ELEMENT | BUILTIN_HOLD(HOLD_KEY)},
+    {"ffi.ListAppend", ADDS_ELEMENT},
+    {"ffi.ListInsert", ADDS_ELEMENT},
+    {"ffi.ListErase", BUILTIN_HOLD(HOLD_INDEX)},
+    {"ffi.ListEraseRange", BUILTIN_HOLD(HOLD_RANGE)},
+    {"ffi.ListClear", BUILTIN_HOLD(HOLD_ALL)},
+    {"ffi.DictClear", BUILTIN_HOLD(HOLD_ALL)},
+    {"ffi.DictErase", BUILTIN_HOLD(HOLD_KEY)},
+};
+
 static int container_flags(const char* name) {
-  enum { ADDS = BUILTIN_MUTATES_GRAPH };
-  static const struct {
-    const char* name;
-    int flags;
-  } kChanging[] = {
-      {"ffi.ListSetItem", ADDS | BUILTIN_HOLD(HOLD_INDEX)},
-      {"ffi.ListReplaceSlice", ADDS | BUILTIN_HOLD(HOLD_RANGE)},
-      {"ffi.DictSetItem", ADDS | BUILTIN_HOLD(HOLD_KEY)},
-      {"ffi.ListAppend", ADDS},
-      {"ffi.ListInsert", ADDS},
-      {"ffi.ListErase", BUILTIN_HOLD(HOLD_INDEX)},
-      {"ffi.ListEraseRange", BUILTIN_HOLD(HOLD_RANGE)},
-      {"ffi.ListClear", BUILTIN_HOLD(HOLD_ALL)},
-      {"ffi.DictClear", BUILTIN_HOLD(HOLD_ALL)},
-      {"ffi.DictErase", BUILTIN_HOLD(HOLD_KEY)},
-  };
   for (size_t i = 0; i < sizeof kChanging / sizeof kChanging[0]; ++i) {
     if (strcmp(name, kChanging[i].name) == 0) return kChanging[i].flags;
   }
@@ -528,6 +547,72 @@ static int is_vetted(const char* name) {
   return found > 0;
 }
 
+/* ---- guards that follow the function ---------------------------------------------
+ * The builtins with BUILTIN_* guards (the List/Dict mutations, the vetted
+ * decoders) are also known by handle: a wrapper made for one of those handles,
+ * however the function was reached (get_global_func, an Array element, a
+ * callback argument, a module, to_function), gets the guards. The table holds
+ * a reference to each handle, so an address in it is never reused. Built on
+ * first use, and again when the vetted names change. */
+#define GUARDED_MAX 32
+static struct {
+  TVMFFIObjectHandle handle;
+  int flags;
+} g_guarded[GUARDED_MAX];
+static int g_guarded_count;
+static int g_guarded_ready;
+
+static void guarded_add(const char* name, int flags) {
+  TVMFFIObjectHandle h;
+  if (tvmffi_get_global(name, &h) != 0) {
+    PyErr_Clear(); /* a runtime without it: nothing to guard */
+    return;
+  }
+  if (h == NULL) return;
+  for (int i = 0; i < g_guarded_count; ++i) {
+    if (g_guarded[i].handle == h) {
+      g_guarded[i].flags |= flags;
+      TVMFFIObjectDecRef(h);
+      return;
+    }
+  }
+  if (g_guarded_count == GUARDED_MAX) {
+    TVMFFIObjectDecRef(h);
+    return;
+  }
+  g_guarded[g_guarded_count].handle = h; /* owned */
+  g_guarded[g_guarded_count++].flags = flags;
+}
+
+static void guarded_build(void) {
+  PyObject *type, *value, *tb; /* a wrapper may be made while an error is set */
+  PyErr_Fetch(&type, &value, &tb);
+  while (g_guarded_count > 0) TVMFFIObjectDecRef(g_guarded[--g_guarded_count].handle);
+  g_guarded_ready = 1;
+  for (size_t i = 0; i < sizeof kChanging / sizeof kChanging[0]; ++i) {
+    guarded_add(kChanging[i].name, kChanging[i].flags);
+  }
+  PyObject* names = g_vetted_names != NULL ? PySequence_List(g_vetted_names) : NULL;
+  for (Py_ssize_t i = 0; names != NULL && i < PyList_GET_SIZE(names); ++i) {
+    const char* name = PyUnicode_Check(PyList_GET_ITEM(names, i))
+                           ? PyUnicode_AsUTF8(PyList_GET_ITEM(names, i))
+                           : NULL;
+    if (name != NULL) guarded_add(name, BUILTIN_VETS_ARGS);
+  }
+  Py_XDECREF(names);
+  PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+}
+
+/* The BUILTIN_* flags of the builtin `handle` is, or 0. */
+static int guarded_flags(TVMFFIObjectHandle handle) {
+  if (!g_guarded_ready) guarded_build();
+  for (int i = 0; i < g_guarded_count; ++i) {
+    if (g_guarded[i].handle == handle) return g_guarded[i].flags;
+  }
+  return 0;
+}
+
 /* _set_builtin_vetting(hook, names): calls of the builtins `names` (from now on
  * looked up) pass their arguments through hook(function, args) first. */
 static PyObject* py_set_builtin_vetting(PyObject* self, PyObject* args) {
@@ -540,6 +625,7 @@ static PyObject* py_set_builtin_vetting(PyObject* self, PyObject* args) {
   }
   Py_XSETREF(g_vet_hook, Py_NewRef(hook));
   Py_XSETREF(g_vetted_names, Py_NewRef(names));
+  g_guarded_ready = 0; /* the guarded handles, with these names */
   Py_RETURN_NONE;
 }
 
@@ -554,7 +640,7 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
     PyObject* f = tvmffi_function_wrap_owned(h);
     if (f != NULL && is_runtime_builtin(name)) {
       ((TVMFFIPyFunction*)f)->release_gil = 0;
-      ((TVMFFIPyFunction*)f)->builtin_flags =
+      ((TVMFFIPyFunction*)f)->builtin_flags |=
           (makes_functor(name) ? BUILTIN_FUNCTOR_KEEPS_GIL : 0) | container_flags(name) |
           (is_vetted(name) ? BUILTIN_VETS_ARGS : 0);
       ((TVMFFIPyFunction*)f)->vectorcall = function_vectorcall; /* it checks the flags */

@@ -36,10 +36,20 @@ static PyObject* describe_helper(void) {
   return g_describe;
 }
 
+/* The descriptors are reachable as Function.__dict__[name] and may be handed
+ * any object: only a Function has the layout they read. */
+static int check_function(PyObject* self, PyObject* obj) {
+  if (PyObject_TypeCheck(obj, &TVMFFIFunctionType)) return 0;
+  PyErr_Format(PyExc_TypeError, "descriptor '%U' for 'Function' objects doesn't apply to a "
+               "'%.200s' object", ((DocAttr*)self)->name, Py_TYPE(obj)->tp_name);
+  return -1;
+}
+
 static PyObject* docattr_get(PyObject* self, PyObject* obj, PyObject* type) {
   (void)type;
   PyObject* key = ((DocAttr*)self)->name;
   if (obj == NULL) Py_RETURN_NONE; /* on the class: no signature of its own to give */
+  if (check_function(self, obj) != 0) return NULL;
   PyObject* dict = ((TVMFFIPyFunction*)obj)->dict;
   if (dict != NULL) {
     PyObject* cached = PyDict_GetItemWithError(dict, key);
@@ -52,6 +62,7 @@ static PyObject* docattr_get(PyObject* self, PyObject* obj, PyObject* type) {
 
 static int docattr_set(PyObject* self, PyObject* obj, PyObject* value) {
   PyObject* key = ((DocAttr*)self)->name;
+  if (check_function(self, obj) != 0) return -1;
   /* Through the __dict__ descriptor, which also starts GC tracking. */
   PyObject* dict = PyObject_GetAttrString(obj, "__dict__");
   if (dict == NULL) return -1;

@@ -145,6 +145,15 @@ int tvmffi_official_to_any(PyObject* obj, int kind, TVMFFIAny* out, TempList* te
                  ? tvmffi_official_to_any(attached, OFFICIAL_OBJECT, out, temps, argpos)
                  : tvmffi_arg_error(PyExc_TypeError, argpos,
                                     "'%.200s' carries no FFI object", Py_TYPE(obj)->tp_name);
+    /* The attribute may be a fresh object (a property) or be replaced during
+     * the call: the handle is held by `temps`, not by `attached`. */
+    if (rc == 0) {
+      TVMFFIObjectIncRef(out->v_obj);
+      if (temps_push(temps, out->v_obj) != 0) {
+        TVMFFIObjectDecRef(out->v_obj);
+        rc = -1;
+      }
+    }
     Py_DECREF(attached);
     return rc;
   }

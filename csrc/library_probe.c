@@ -42,18 +42,70 @@ static const char* mapped_file(void* handle) {
   return NULL;
 }
 
-/* Whether the library itself (not one of its dependencies, which dlsym also
- * searches) defines the embedded module tree. */
-static int defines_library_bin(void* handle, const char* file) {
-  void* sym = dlsym(handle, LIBRARY_BIN_SYMBOL);
-  if (sym == NULL) return 0;
+#if defined(__linux__)
+/* Bytes from `addr` to the end of the loaded segment of `handle` holding it. */
+static size_t segment_room(void* handle, const unsigned char* addr) {
+  struct link_map* map = NULL;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == NULL) return 0;
   Dl_info info;
-  if (file == NULL || dladdr(sym, &info) == 0 || info.dli_fname == NULL) return 1; /* check it */
-  return strcmp(info.dli_fname, file) == 0;
+  const ElfW(Phdr)* phdr = NULL;
+  if (dladdr(addr, &info) == 0) return 0;
+  const ElfW(Ehdr)* ehdr = (const ElfW(Ehdr)*)info.dli_fbase;
+  phdr = (const ElfW(Phdr)*)((const char*)ehdr + ehdr->e_phoff);
+  for (int i = 0; i < ehdr->e_phnum; ++i) {
+    if (phdr[i].p_type != PT_LOAD) continue;
+    const unsigned char* start = (const unsigned char*)(map->l_addr + phdr[i].p_vaddr);
+    const unsigned char* end = start + phdr[i].p_filesz;
+    if (addr >= start && addr < end) return (size_t)(end - addr);
+  }
+  return 0;
+}
+#endif
+
+/* The library's own embedded module tree (not a dependency's, which dlsym
+ * also searches), or NULL; *room: the bytes it may span, from its symbol's
+ * size, else up to the end of the mapped segment holding it (0: unknown). */
+static const unsigned char* library_bin_of(void* handle, const char* file, size_t* room) {
+  const unsigned char* sym = dlsym(handle, LIBRARY_BIN_SYMBOL);
+  *room = 0;
+  if (sym == NULL) return NULL;
+#if defined(__linux__)
+  Dl_info info;
+  const ElfW(Sym)* entry = NULL;
+  if (dladdr1(sym, &info, (void**)&entry, RTLD_DL_SYMENT) == 0) return sym;
+  if (file != NULL && info.dli_fname != NULL && strcmp(info.dli_fname, file) != 0) return NULL;
+  if (entry != NULL && entry->st_size != 0) {
+    *room = (size_t)entry->st_size;
+  } else {
+    *room = segment_room(handle, sym);
+  }
+#else
+  Dl_info info;
+  if (file != NULL && dladdr(sym, &info) != 0 && info.dli_fname != NULL &&
+      strcmp(info.dli_fname, file) != 0) {
+    return NULL;
+  }
+#endif
+  return sym;
 }
 
-/* _core._library_probe(path): (handle, mapped file or None, defines the module
- * tree) once the dynamic loader has mapped `path`, or None when it would not
+/* The array the runtime will read, copied from the mapped library (not read
+ * from the file: a path mapped earlier and replaced on disk since is not
+ * mapped again, so the file would not be what the runtime walks). Its first
+ * 8 bytes say how many follow; at most `room` bytes are read (all of them
+ * when the header claims more, so that the check names the mismatch). */
+static PyObject* mapped_library_bin(const unsigned char* bin, size_t room) {
+  if (room < 8) {
+    return PyBytes_FromStringAndSize((const char*)bin, (Py_ssize_t)room);
+  }
+  uint64_t nbytes;
+  memcpy(&nbytes, bin, sizeof(nbytes));
+  size_t take = nbytes <= room - 8 ? (size_t)nbytes + 8 : room;
+  return PyBytes_FromStringAndSize((const char*)bin, (Py_ssize_t)take);
+}
+
+/* _core._library_probe(path): (handle, mapped file or None, the module tree)
+ * once the dynamic loader has mapped `path`, or None when it would not
  * (missing, not a regular file, not loadable: load_module's checks then name
  * the cause). A path with a '/' is checked to be a regular file first: the
  * loader would block opening a FIFO. The handle goes back through
@@ -82,10 +134,17 @@ static PyObject* library_probe(PyObject* self, PyObject* arg) {
   Py_DECREF(encoded);
   if (handle == NULL) Py_RETURN_NONE;
   const char* file = mapped_file(handle);
-  int has_bin = defines_library_bin(handle, file);
+  size_t room;
+  const unsigned char* bin = library_bin_of(handle, file, &room);
+  PyObject* tree = bin == NULL ? Py_NewRef(Py_None)
+                   : room == 0 ? Py_NewRef(Py_True) /* size unknown: the file is read */
+                               : mapped_library_bin(bin, room);
   PyObject* picked = file != NULL && file[0] != '\0' ? PyUnicode_DecodeFSDefault(file) : Py_NewRef(Py_None);
-  PyObject* res = picked == NULL ? NULL : Py_BuildValue("(NNO)", PyLong_FromVoidPtr(handle), picked,
-                                                        has_bin ? Py_True : Py_False);
+  PyObject* res = picked == NULL || tree == NULL
+                      ? NULL
+                      : Py_BuildValue("(NOO)", PyLong_FromVoidPtr(handle), picked, tree);
+  Py_XDECREF(picked);
+  Py_XDECREF(tree);
   if (res == NULL) dlclose(handle);
   return res;
 }
@@ -117,7 +176,8 @@ static PyObject* library_release(PyObject* self, PyObject* arg) {
 
 static PyMethodDef library_probe_methods[] = {
     {"_library_probe", library_probe, METH_O,
-     "_library_probe(path): (handle, mapped file, defines __tvm_ffi__library_bin) or None."},
+     "_library_probe(path): (handle, mapped file, __tvm_ffi__library_bin as mapped: bytes, "
+     "True when its size is unknown, None when absent) or None."},
     {"_library_release", library_release, METH_O,
      "_library_release(handle): hand back the reference _library_probe took."},
     {NULL, NULL, 0, NULL},

@@ -6,9 +6,11 @@
  * a 65 ns call). NumPy's scalar objects hold their value right after the
  * object header (numpy/arrayscalars.h: `PyObject_HEAD; <ctype> obval;`, a
  * layout NumPy has kept since its first release), so the value is read
- * there. A type qualifies by its exact NumPy name and its size; the first
- * value of each type is also converted the generic way and compared, and a
- * type whose values do not match keeps the generic route.
+ * there. A type qualifies only if it is NumPy's own: the object the loaded
+ * numpy module names so (a class merely named "numpy.int64" is not read),
+ * with room for the value; the first value of each type is also converted
+ * the generic way and compared, and a type whose values do not match keeps
+ * the generic route. Types are classified once (any.c caches the kind).
  */
 #include "core.h"
 
@@ -27,11 +29,25 @@ static const ScalarType kTypes[] = {
     {"numpy.uint64", NPS_U64, 8},  {"numpy.ulonglong", NPS_U64, 8},
 };
 
+/* Whether `tp` is the type the imported numpy module calls `name`
+ * ("numpy.int64" -> numpy.int64). Without numpy imported no value of its
+ * types can exist, so nothing is imported here. */
+static int is_numpy_type(PyTypeObject* tp, const char* name) {
+  PyObject* np = PyDict_GetItemString(PyImport_GetModuleDict(), "numpy"); /* borrowed */
+  if (np == NULL) return 0;
+  PyObject* attr = PyObject_GetAttrString(np, name + 6);
+  if (attr == NULL) PyErr_Clear();
+  int same = attr == (PyObject*)tp;
+  Py_XDECREF(attr);
+  return same;
+}
+
 NumpyScalarKind tvmffi_numpy_scalar_kind(PyTypeObject* tp) {
   if (strncmp(tp->tp_name, "numpy.", 6) != 0) return NPS_NONE;
   for (size_t i = 0; i < sizeof(kTypes) / sizeof(kTypes[0]); ++i) {
     if (strcmp(tp->tp_name, kTypes[i].name) == 0 &&
-        (size_t)tp->tp_basicsize >= sizeof(PyObject) + kTypes[i].width && tp->tp_itemsize == 0) {
+        (size_t)tp->tp_basicsize >= sizeof(PyObject) + kTypes[i].width && tp->tp_itemsize == 0 &&
+        is_numpy_type(tp, kTypes[i].name)) {
       return kTypes[i].kind;
     }
   }

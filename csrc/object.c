@@ -29,12 +29,25 @@ int temps_push(TempList* t, TVMFFIObjectHandle h) {
   return 0;
 }
 
+int temps_hold_object(TempList* t, PyObject* obj) {
+  if (t->kept == NULL) {
+    t->kept = obj;
+    return 0;
+  }
+  TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
+  TVMFFIObjectIncRef(h);
+  int rc = temps_push(t, h);
+  if (rc != 0) TVMFFIObjectDecRef(h);
+  Py_DECREF(obj);
+  return rc;
+}
+
 void temps_release_items(TempList* t) {
   for (int i = 0; i < t->size; ++i) {
     if (!tvmffi_own_release_unshared(t->items[i])) TVMFFIObjectDecRef(t->items[i]);
   }
   if (t->items != t->inline_items) PyMem_Free(t->items);
-  temps_init(t);
+  temps_init(t); /* `kept` is temps_release's to drop */
 }
 
 /* ---- class table ------------------------------------------------------------ */

@@ -343,19 +343,37 @@ PyObject* tvmffi_bytes_from_owned(TVMFFIObjectHandle h) {
   return b;
 }
 
-int tvmffi_bytes_obj_to_any(PyObject* b, TVMFFIAny* out, TempList* temps) {
-  PyObject* cached = PyObject_GetAttr(b, tvmffi_str_cached_object);
-  if (cached == NULL) PyErr_Clear();
-  if (cached != NULL && tvmffi_is_object(cached) && ((TVMFFIPyObject*)cached)->handle != NULL) {
-    /* The object stays alive through `b`'s __dict__ for the call. */
-    TVMFFIObjectHandle h = ((TVMFFIPyObject*)cached)->handle;
+/* The FFI object a Bytes or Shape carries as `_tvm_ffi_cached_object`, held
+ * by `temps` for the call (temps_hold_object): the attribute may be a property returning a fresh
+ * object, or be replaced while the call runs (a callback), so the reference
+ * GetAttr gave is not enough once dropped. 1 when passed, 0 when the value
+ * is no FFI object, -1 with an exception set when the read failed. */
+static inline __attribute__((always_inline)) int cached_object_to_any(PyObject* owner,
+                                                                      TVMFFIAny* out,
+                                                                      TempList* temps) {
+  PyObject* cached = PyObject_GetAttr(owner, tvmffi_str_cached_object);
+  if (cached == NULL) return -1;
+  TVMFFIObjectHandle h = tvmffi_is_object(cached) ? ((TVMFFIPyObject*)cached)->handle : NULL;
+  if (h == NULL) {
     Py_DECREF(cached);
+    return 0;
+  }
+  int rc = temps_hold_object(temps, cached) == 0 ? 1 : -1; /* takes `cached` */
+  if (rc > 0) {
     out->type_index = tvmffi_type_index_of(h);
     out->zero_padding = 0;
     out->v_obj = (TVMFFIObject*)h;
-    return 0;
   }
-  Py_XDECREF(cached);
+  return rc;
+}
+
+int tvmffi_bytes_obj_to_any(PyObject* b, TVMFFIAny* out, TempList* temps) {
+  int found = cached_object_to_any(b, out, temps);
+  if (found > 0) return 0;
+  if (found < 0) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+    PyErr_Clear(); /* a Bytes made in Python before its object was set */
+  }
   return tvmffi_bytes_to_any(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), out, temps);
 }
 
@@ -406,21 +424,10 @@ PyObject* tvmffi_shape_from_owned(TVMFFIObjectHandle h) {
   return shape;
 }
 
-int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out) {
-  PyObject* cached = PyObject_GetAttr(shape, tvmffi_str_cached_object);
-  if (cached == NULL) return -1;
-  int ok = tvmffi_is_object(cached) && ((TVMFFIPyObject*)cached)->handle != NULL;
-  if (ok) {
-    /* Kept alive by `shape`'s __dict__ for the call. */
-    TVMFFIObjectHandle h = ((TVMFFIPyObject*)cached)->handle;
-    out->type_index = tvmffi_type_index_of(h);
-    out->zero_padding = 0;
-    out->v_obj = (TVMFFIObject*)h;
-  } else {
-    PyErr_SetString(PyExc_TypeError, "Shape holds no ffi.Shape object");
-  }
-  Py_DECREF(cached);
-  return ok ? 0 : -1;
+int tvmffi_shape_obj_to_any(PyObject* shape, TVMFFIAny* out, TempList* temps) {
+  int found = cached_object_to_any(shape, out, temps);
+  if (found == 0) PyErr_SetString(PyExc_TypeError, "Shape holds no ffi.Shape object");
+  return found > 0 ? 0 : -1;
 }
 
 /* Interned once: the type's attribute cache is keyed by the name's address,

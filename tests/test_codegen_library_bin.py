@@ -547,6 +547,34 @@ def test_bare_name_is_validated_too(builder: Builder) -> None:
     assert os.path.dirname(good) == os.path.dirname(bad)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the loader's mapping (Linux)")
+def test_tree_checked_is_the_mapped_one_not_the_file_replaced_since(builder: Builder) -> None:
+    # Issue 32: a path already mapped (here by ctypes, which checks nothing) and then
+    # replaced on disk is not mapped again: the runtime walks the old mapping. The check
+    # must read that mapping, not the new file (which was valid: a segfault followed).
+    cycle = blob(u64(3) + u64(0) + u64(1) + u64(2) + u64(2) + u64(1) + u64(0) + TWO_LIBS)
+    bad = library_with_bin(builder, "mapped_cycle", cycle)
+    good = library_with_bin(
+        builder, "mapped_ok", blob(u64(2) + u64(0) + u64(0) + u64(0) + u64(4) + b"_lib")
+    )
+    code = (
+        "import ctypes, os, shutil, sys, tvmffi\n"
+        "bad, good = sys.argv[1:]\n"
+        "ctypes.CDLL(bad)  # mapped, unchecked\n"
+        "os.replace(shutil.copy(good, bad + '.new'), bad)  # a valid file on disk now\n"
+        "try:\n"
+        "    tvmffi.load_module(bad)\n"
+        "except ValueError as err:\n"
+        "    print('refused:', err)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, bad, good], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: cannot load module from" in proc.stdout
+    assert "library bin: import cycle" in proc.stdout
+
+
 def test_load_module_accepts_a_valid_library_bin(builder: Builder) -> None:
     # Module 0 (the library) imports module 1 (the library again): a valid tree.
     data = blob(u64(3) + u64(0) + u64(1) + u64(1) + u64(1) + u64(1) + TWO_LIBS)

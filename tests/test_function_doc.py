@@ -136,3 +136,67 @@ def test_class_level_reads_keep_the_type_answers() -> None:
     assert tvmffi.Function.__doc__.startswith("A TVM FFI function")
     assert tvmffi.Function.__name__ == "Function"
     assert "class Function" in pydoc.render_doc(tvmffi.Function)
+
+
+# ---- malformed metadata: introspection falls back, it does not raise (issue 32) ---------
+_BAD_METADATA_SRC = r"""
+#include <string>
+#include <tvm/ffi/c_api.h>
+static int ret_str(const std::string& s, TVMFFIAny* r) {
+  TVMFFIByteArray b{s.data(), s.size()};
+  return TVMFFIStringFromByteArray(&b, r);
+}
+static std::string deep(int n) { return std::string(n, '[') + std::string(n, ']'); }
+#define FUNC(name) int64_t name(int64_t x) { return x; }
+FUNC(not_json) FUNC(schema_int) FUNC(schema_bad) FUNC(deep_meta) FUNC(deep_schema)
+FUNC(meta_list) FUNC(doc_none) FUNC(doc_int)
+#define META(name, text)                                                                 \
+  extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi__metadata_##name(void*, const TVMFFIAny*,  \
+                                                               int32_t, TVMFFIAny* r) {  \
+    return ret_str(text, r);                                                             \
+  }
+#define DOC(name, index)                                                                 \
+  extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi__doc_##name(void*, const TVMFFIAny*,       \
+                                                          int32_t, TVMFFIAny* r) {       \
+    r->type_index = index; r->zero_padding = 0; r->v_int64 = 7; return 0;                \
+  }
+META(not_json, "not json {")
+META(schema_int, "{\"type_schema\": 5}")
+META(schema_bad, "{\"type_schema\": \"{\\\"type\\\": 3, \\\"args\\\": 7}\"}")
+META(deep_meta, deep(100000))
+META(deep_schema, "{\"type_schema\": \"" + deep(100000) + "\"}")
+META(meta_list, "[1, 2]")
+DOC(doc_none, kTVMFFINone)
+DOC(doc_int, kTVMFFIInt)
+"""
+_BAD_METADATA_NAMES = [
+    "not_json",
+    "schema_int",
+    "schema_bad",
+    "deep_meta",
+    "deep_schema",
+    "meta_list",
+    "doc_none",
+    "doc_int",
+]
+
+
+@pytest.fixture(scope="module")
+def bad_metadata_module() -> tvmffi.Module:
+    return cpp.load_inline(
+        "function_doc_bad_metadata", cpp_sources=_BAD_METADATA_SRC, functions=_BAD_METADATA_NAMES
+    )
+
+
+@pytest.mark.parametrize("name", _BAD_METADATA_NAMES)
+def test_malformed_metadata_falls_back(bad_metadata_module: tvmffi.Module, name: str) -> None:
+    import functools
+
+    # A fresh wrapper per read: each computes its answers anew.
+    assert getattr(bad_metadata_module, name).__name__ == name
+    assert getattr(getattr(bad_metadata_module, name), "__name__", None) == name
+    assert functools.wraps(getattr(bad_metadata_module, name))(lambda: 0).__name__ == name
+    assert name in pydoc.render_doc(getattr(bad_metadata_module, name))
+    assert getattr(bad_metadata_module, name).__signature__ is None  # no signature, no error
+    assert getattr(bad_metadata_module, name).__doc__.startswith(f"{name}(...)")
+    assert getattr(bad_metadata_module, name)(3) == 3

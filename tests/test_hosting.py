@@ -85,6 +85,30 @@ def test_a_module_tvmffi_lacks_is_not_found_under_its_official_name() -> None:
     assert ok(run_python(code, "1")).strip() == "tvm_ffi.cython"
 
 
+def test_hosted_modules_keep_package_specs_resources_and_reload() -> None:
+    # Issue 32: the hosted spec had no search locations and replaced tvmffi's own, so
+    # tvm_ffi was no package to importlib (pip install . failed under TVMFFI_HOST=1),
+    # importlib.resources raised TypeError and importlib.reload renamed tvmffi tvm_ffi.
+    code = """
+        import importlib, importlib.resources, importlib.util
+        spec = importlib.util.find_spec("tvm_ffi")
+        assert spec.submodule_search_locations, spec
+        import tvmffi, tvmffi.core
+        own, own_core = tvmffi.__spec__, tvmffi.core.__spec__
+        import tvm_ffi, tvm_ffi.core
+        assert tvm_ffi is tvmffi and tvmffi.__spec__ is own and tvmffi.core.__spec__ is own_core
+        assert own.name == "tvmffi" and own.submodule_search_locations
+        for name in ("tvmffi", "tvm_ffi"):
+            assert importlib.resources.files(name).joinpath("__init__.py").is_file()
+        assert importlib.reload(tvm_ffi) is tvmffi and tvmffi.__name__ == "tvmffi"
+        assert tvmffi.__spec__.name == "tvmffi"
+        import tvm_ffi.cpp
+        assert tvm_ffi.cpp.__name__ == "tvmffi.cpp" and tvm_ffi.cpp.__spec__.name == "tvmffi.cpp"
+        print("ok")
+    """
+    assert ok(run_python(code, "1")).strip() == "ok"
+
+
 def test_host_call_hosts_then_is_idempotent() -> None:
     code = """
         import os, tvmffi

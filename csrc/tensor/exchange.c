@@ -99,6 +99,44 @@ static int torch_bit_py(PyObject* obj, const char* name) {
   return set;
 }
 
+/* ---- probes run out of the user's sight ----------------------------------------- */
+/* The probes below call about twenty torch ops on tensors of their own. Under
+ * a TorchDispatchMode or TorchFunctionMode the user entered (a logger, a
+ * counter, a device context) those ops would reach the mode as if the user
+ * had called them, and could be changed by it: they run inside torch's own
+ * switches that bypass modes and subclass hooks (torch._C._DisableTorchDispatch,
+ * torch._C.DisableTorchFunction). A torch without them probes as before. */
+static const char* const kQuietContexts[] = {"_DisableTorchDispatch", "DisableTorchFunction"};
+#define QUIET_COUNT (sizeof(kQuietContexts) / sizeof(kQuietContexts[0]))
+
+static void probes_quiet_enter(PyObject* entered[QUIET_COUNT]) {
+  PyObject* c = PyImport_ImportModule("torch._C");
+  for (size_t i = 0; i < QUIET_COUNT; ++i) {
+    PyObject* cls = c != NULL ? PyObject_GetAttrString(c, kQuietContexts[i]) : NULL;
+    PyObject* ctx = cls != NULL ? PyObject_CallNoArgs(cls) : NULL;
+    PyObject* res = ctx != NULL ? PyObject_CallMethod(ctx, "__enter__", NULL) : NULL;
+    if (res == NULL) Py_CLEAR(ctx);
+    entered[i] = ctx; /* NULL: not entered */
+    Py_XDECREF(res);
+    Py_XDECREF(cls);
+  }
+  Py_XDECREF(c);
+  PyErr_Clear();
+}
+
+static void probes_quiet_exit(PyObject* entered[QUIET_COUNT]) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  for (size_t i = QUIET_COUNT; i-- > 0;) {
+    if (entered[i] == NULL) continue;
+    PyObject* res = PyObject_CallMethod(entered[i], "__exit__", "OOO", Py_None, Py_None, Py_None);
+    Py_XDECREF(res);
+    Py_DECREF(entered[i]);
+  }
+  PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+}
+
 /* Whether the C functions at `offset` answer as the methods do on `probe`. */
 static int torch_c_agrees(PyObject* probe, Py_ssize_t offset) {
   const void* t = torch_tensor_at(probe, offset);
@@ -147,13 +185,16 @@ static void torch_c_find(void) {
   dlclose(lib); /* still loaded: torch holds it */
   if (g_torch_c.is_conj == NULL || g_torch_c.is_neg == NULL) return;
   static const Py_ssize_t offsets[] = {sizeof(PyObject) + sizeof(void*), sizeof(PyObject)};
+  PyObject* quiet[QUIET_COUNT];
+  probes_quiet_enter(quiet);
   for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]); ++i) {
     if (torch_c_probe(offsets[i])) {
       g_torch_c.offset = offsets[i];
       g_torch_c.state = 1;
-      return;
+      break;
     }
   }
+  probes_quiet_exit(quiet);
 }
 
 /* 1 when the bit is set, 0 when not, -1 on error. */
@@ -245,7 +286,10 @@ static void torch_fill_find(const DLPackExchangeAPI* api) {
     PyErr_Clear();
     return;
   }
+  PyObject* quiet[QUIET_COUNT];
+  probes_quiet_enter(quiet);
   int verdict = torch_fill_probe(torch, api);
+  probes_quiet_exit(quiet);
   Py_DECREF(torch);
   if (verdict > 0) g_torch_c.fill_state = 1;
   if (verdict < 0 && ++attempts < 4) g_torch_c.fill_state = 0;

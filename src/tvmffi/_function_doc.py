@@ -54,13 +54,27 @@ class _Origin:
         self.self_param = self_param
 
     def fetch(self) -> tuple[str | None, dict[str, Any]]:
-        """The doc text and metadata, asking the module when there is one."""
+        """The doc text and metadata, asking the module when there is one.
+
+        A library's symbols are not trusted to be well formed: a doc that is not
+        text, metadata that is not a JSON object (or too deep to decode) count as
+        absent, so that the name still answers and only the signature is missing.
+        """
         if self.module is not None:
             module = self.module[0]  # a fresh wrapper of the module
-            doc = module.get_function_doc(self.name)
-            meta = module.get_function_metadata(self.name) or {}
-            return doc, meta
-        return self.doc, self.metadata or {}
+            doc = _or_none(module.get_function_doc, self.name)
+            meta = _or_none(module.get_function_metadata, self.name)
+        else:
+            doc, meta = self.doc, self.metadata
+        return (doc if isinstance(doc, str) else None), (meta if isinstance(meta, dict) else {})
+
+
+def _or_none(read: Any, name: str) -> Any:
+    """``read(name)``, or ``None`` when the library's answer cannot be read."""
+    try:
+        return read(name)
+    except Exception:  # malformed JSON, a non-text doc, RecursionError on deep nesting
+        return None
 
 
 # Reflected methods live in their type's method table for the whole process, so
@@ -127,7 +141,9 @@ def _global_origin(func: Any) -> _Origin | None:
     current = get_global_func(name, allow_missing=True)
     if current is None or current.__chandle__() != handle:
         return None  # removed or replaced since the index was built
-    meta = get_global_func_metadata(name)
+    meta = _or_none(get_global_func_metadata, name)
+    if not isinstance(meta, dict):
+        meta = {}
     short = name.rsplit(".", 1)[-1]
     return _Origin(short, name, meta.get("doc") or None, meta)
 
@@ -206,6 +222,16 @@ def _param_names(meta: dict[str, Any], count: int) -> list[str]:
 
 
 def _signature(meta: dict[str, Any], self_param: bool) -> inspect.Signature | None:
+    """The signature the metadata's schema gives, or ``None`` when it gives none: a
+    schema a library wrote wrongly (not JSON, not a callable's, nested too deep)
+    leaves the function without a signature rather than breaking introspection."""
+    try:
+        return _schema_signature(meta, self_param)
+    except Exception:  # ValueError, TypeError, KeyError, RecursionError from bad schemas
+        return None
+
+
+def _schema_signature(meta: dict[str, Any], self_param: bool) -> inspect.Signature | None:
     raw = meta.get("type_schema")
     if isinstance(raw, str):
         try:
@@ -273,4 +299,3 @@ def describe(func: Any, attr: str) -> Any:
     for key in _ATTRS:
         d.setdefault(key, values[key])
     return d[attr]
-

@@ -149,9 +149,13 @@ def _build_addon(torch_module: Any, path: Path) -> None:
 
 def _load_cached_addon(torch_module: Any) -> Any:
     """The addon for this torch (built first if the cache lacks it), its API set on torch.Tensor."""
+    from ._build.private import check_private, make_private_dir
+
     path = addon_path(torch_module)
+    make_private_dir(path.parent)  # the cache: a library found there is loaded as is
     if not path.exists():
         _build_addon(torch_module, path)
+    check_private(path, "library")
     lib = ctypes.CDLL(str(path))
     api = lib.TorchDLPackExchangeAPIPtr
     api.restype = ctypes.c_uint64

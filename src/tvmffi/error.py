@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import traceback
+import weakref
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -232,17 +233,37 @@ def _add_note(exc: BaseException, note: str) -> None:
 # __tvm_ffi_error__ of its own: its kind and whether it is a KeyError. Cleared whenever
 # register_error changes _CLASS_TO_KIND. The C core reads it for a never-raised
 # exception passed as an argument (error_object.c), so it is mutated, never rebound.
-_CLASS_FACTS: dict[type, tuple[str, bool]] = {}
+# A class made at run time (a heap type) must stay collectable: it is keyed by its
+# canonical weak reference (``weakref.ref(cls)``, which CPython hands out again while it
+# lives, so a lookup allocates nothing), and the third item, a weak reference with a
+# callback, removes the entry when the class goes. Built-in classes (ValueError), which
+# live as long as the interpreter, are keyed by themselves: their lookup stays a plain
+# dict lookup.
+_CLASS_FACTS: dict[Any, tuple[str, bool, Any]] = {}
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE
+
+
+def _facts_key(cls: type) -> Any:
+    return weakref.ref(cls) if cls.__flags__ & _HEAPTYPE else cls
+
+
+def _remember_facts(cls: type, facts: tuple[str, bool]) -> None:
+    key = _facts_key(cls)
+    drop = None
+    if isinstance(key, weakref.ref):
+        drop = weakref.ref(cls, lambda _gone: _CLASS_FACTS.pop(key, None))
+    _CLASS_FACTS[key] = (*facts, drop)
 
 
 def _kind_and_message(exc: BaseException) -> tuple[str, str]:
     """The FFI error kind and message of a Python exception."""
-    facts = _CLASS_FACTS.get(type(exc))
-    if facts is None:
-        facts = (_kind_of(exc), isinstance(exc, builtins.KeyError))
+    known = _CLASS_FACTS.get(_facts_key(type(exc)))
+    if known is not None:
+        kind, keyerror = known[0], known[1]
+    else:
+        kind, keyerror = _kind_of(exc), isinstance(exc, builtins.KeyError)
         if not isinstance(exc, Error) and not hasattr(type(exc), "__tvm_ffi_error__"):
-            _CLASS_FACTS[type(exc)] = facts
-    kind, keyerror = facts
+            _remember_facts(type(exc), (kind, keyerror))
     # KeyError's str() is the repr of its key; the FFI message is the key text.
     if keyerror and len(exc.args) == 1:
         return kind, str(exc.args[0])

@@ -54,17 +54,36 @@ class _Finder:
         self, fullname: str, path: object = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         ours = _ours_for(fullname)
-        if ours is None or importlib.util.find_spec(ours) is None:
+        real = None if ours is None else importlib.util.find_spec(ours)
+        if real is None:
             return None  # tvm_ffi.X that tvmffi lacks: ModuleNotFoundError names tvm_ffi.X
-        return importlib.util.spec_from_loader(fullname, self)
+        # Shaped like tvmffi.X's own spec: a package where that is one (tools that read the
+        # spec before importing, pip's build among them, see tvm_ffi as a package).
+        is_package = real.submodule_search_locations is not None
+        spec = importlib.util.spec_from_loader(
+            fullname, self, origin=real.origin, is_package=is_package
+        )
+        if spec is not None and is_package:
+            spec.submodule_search_locations = list(real.submodule_search_locations or ())
+        return spec
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         ours = _ours_for(spec.name)
         assert ours is not None  # find_spec answered only such names
-        return importlib.import_module(ours)
+        module = importlib.import_module(ours)
+        # The import system now sets module.__spec__ to ``spec``: the module keeps its own
+        # (exec_module puts it back), so tvmffi's spec, importlib.resources and
+        # importlib.reload (which would rename the module tvm_ffi) see tvmffi's.
+        spec.loader_state = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """Nothing to run: the module is tvmffi's, imported by :meth:`create_module`."""
+        """Nothing to run (the module is tvmffi's, imported by :meth:`create_module`) but
+        to give the module back its own ``__spec__``."""
+        hosted = module.__spec__
+        loader: object = None if hosted is None else hosted.loader
+        if hosted is not None and loader is self and hosted.loader_state is not None:
+            module.__spec__ = hosted.loader_state
 
     def load_module(self, fullname: str) -> ModuleType:
         """The legacy loader entry (PEP 302): the same module object."""

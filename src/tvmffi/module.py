@@ -579,9 +579,13 @@ def _load_probed(file_name: str) -> Module | None:
     probe = _core._library_probe(file_name)
     if probe is None:
         return None
-    handle, picked, has_library_bin = probe
+    handle, picked, library_bin = probe
     try:
-        if has_library_bin:
+        if isinstance(library_bin, bytes):
+            # The tree as mapped: what the runtime will walk, even when the path was
+            # mapped earlier and the file replaced since (the loader reuses the mapping).
+            _check_mapped_library_bin(picked or file_name, library_bin)
+        elif library_bin:  # mapped, but its extent unknown to the loader: read the file
             with _open_file(picked or file_name) as source:
                 _check_library_bin(source.name, source)
         return _load_with_runtime(file_name)
@@ -632,6 +636,24 @@ def _check_library_bin(file_name: str, data: bytes | _elf.Source) -> None:
         _read_library_bin(file_name, data)
     except ValueError as err:
         raise ValueError(f"cannot load module from {err}") from None
+
+
+def _check_mapped_library_bin(file_name: str, raw: bytes) -> None:
+    """:func:`_check_library_bin` of the array read from the mapped library."""
+    from .codegen.library_bin import LibraryBin
+
+    nbytes = int.from_bytes(raw[:8], "little") if len(raw) >= 8 else None
+    if nbytes is None or nbytes > len(raw) - 8:
+        # The probe copied the whole symbol when its header claims more than it holds.
+        raise ValueError(
+            f"cannot load module from {file_name}: {_LIBRARY_BIN_SYMBOL} says "
+            f"{'no' if nbytes is None else nbytes} bytes follow its header but the symbol "
+            f"holds {max(len(raw) - 8, 0)} (as mapped)"
+        )
+    try:
+        LibraryBin.from_bytes(raw)
+    except ValueError as err:
+        raise ValueError(f"cannot load module from {file_name}: {err}") from None
 
 
 def system_lib(symbol_prefix: str = "") -> Module:

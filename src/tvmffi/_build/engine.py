@@ -39,6 +39,7 @@ from .. import _lib
 from ..utils.lockfile import FileLock
 from . import toolchain
 from .errors import CompileError, command_text, failure_message, undefined_symbols
+from .private import check_private, make_private_dir, strip_shared_write
 
 __all__ = ["Job", "Unit", "build", "stats"]
 
@@ -122,8 +123,12 @@ class Job:
         return h.hexdigest()
 
 
-def build(job: Job, build_dir: str) -> str:
+def build(job: Job, build_dir: str, cache_root: str | None = None) -> str:
     """Build ``job`` in ``build_dir`` unless its stamp says it is built; return the output path.
+
+    ``cache_root``: the shared build cache ``build_dir`` lies in, when it does. The
+    cache, the build directory and the stamp and library found there must then be
+    private to this user (:mod:`.private`), else :class:`UnsafeCacheError`.
 
     Raises :class:`CompileError` when a compiler or the linker fails.
     """
@@ -131,16 +136,27 @@ def build(job: Job, build_dir: str) -> str:
     out = os.path.join(build_dir, job.output)
     stamp = os.path.join(build_dir, f".{job.output}.stamp")
     key = job.key()
-    if _fresh(stamp, key):
+    checked_out = None
+    if cache_root is not None:
+        make_private_dir(cache_root)
+        make_private_dir(build_dir)
+        checked_out = out
+    if _fresh(stamp, key, checked_out):
         return out
     os.makedirs(build_dir, exist_ok=True)
     with FileLock(os.path.join(build_dir, "lock")):
-        if not _fresh(stamp, key):
+        if not _fresh(stamp, key, checked_out):
             _build_locked(job, build_dir, out, stamp, key)
     return out
 
 
-def _fresh(stamp: str, key: str) -> bool:
+def _fresh(stamp: str, key: str, checked_out: str | None = None) -> bool:
+    """Whether the stamp says the output is current; with ``checked_out`` (a cache's
+    output), the stamp and the output must be private to this user as well."""
+    if checked_out is not None:
+        for path, what in ((stamp, "stamp"), (checked_out, "library")):
+            if os.path.lexists(path):
+                check_private(path, what)
     try:
         with open(stamp, encoding="utf-8") as f:
             data = json.load(f)
@@ -177,6 +193,7 @@ def _build_locked(job: Job, build_dir: str, out: str, stamp: str, key: str) -> N
                 _link(job, objects, tmp_out, out, note)
         files = _dependencies(depfiles)
         files += [u.path for u in job.units if u.lang == "object"]
+        strip_shared_write(tmp_out)
         os.replace(tmp_out, out)
         _write_stamp(stamp, key, [*files, out])
     finally:
@@ -323,6 +340,7 @@ def _write_stamp(stamp: str, key: str, files: list[str]) -> None:
     tmp = f"{stamp}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump({"key": key, "files": entries}, f)
+    strip_shared_write(tmp)
     os.replace(tmp, stamp)
 
 

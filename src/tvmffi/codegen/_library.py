@@ -215,8 +215,10 @@ def build(
         verbose,
     )
     _embed(job, embed)
-    build_dir = os.path.join(_cache_root(output_dir), f"{name}-{job.key()[:20]}")
-    mod = load_module(_build.build(job, build_dir))
+    root = _cache_root(output_dir)
+    build_dir = os.path.join(root, f"{name}-{job.key()[:20]}")
+    # The shared cache must be private to this user; a directory the caller named is theirs.
+    mod = load_module(_build.build(job, build_dir, cache_root=root if output_dir is None else None))
     for sig, _ in pairs:
         # The module caches its functions: `mod.name` / `mod["name"]` give these objects.
         _BUILT[mod[sig.name]] = sig

@@ -135,10 +135,9 @@ def _output_name(name: str, output: str | None) -> str:
 
 def _run(job: Job, build_directory: str | os.PathLike[str] | None) -> str:
     if build_directory is None:
-        build_dir = os.path.join(_cache_root(), f"{job.name}_{job.key()[:16]}")
-    else:
-        build_dir = os.path.abspath(os.fspath(build_directory))
-    return _run_job(job, build_dir)
+        root = _cache_root()
+        return _run_job(job, os.path.join(root, f"{job.name}_{job.key()[:16]}"), cache_root=root)
+    return _run_job(job, os.path.abspath(os.fspath(build_directory)))
 
 
 def build_inline(
