@@ -178,7 +178,9 @@ static int items_run_no_python(PyObject* const* items, Py_ssize_t n) {
  * its own references, unless none of them can run any. */
 static int seq_to_array(PyObject* seq, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
                         int64_t* height) {
-  if (PyList_CheckExact(seq) &&
+  /* Without a GIL another thread may change the list at any moment: only the
+   * snapshot (taken under the list's own lock) holds items that stay alive. */
+  if (!TVMFFI_FREE_THREADED && PyList_CheckExact(seq) &&
       items_run_no_python(&PyList_GET_ITEM(seq, 0), PyList_GET_SIZE(seq))) {
     return build_container("ffi.Array", &g_array_ctor, &PyList_GET_ITEM(seq, 0),
                            PyList_GET_SIZE(seq), out, temps, argpos, height);
@@ -207,21 +209,35 @@ static int plain_dict_to_map(PyObject* dict, PyObject** items, TVMFFIAny* out, T
   return 1;
 }
 
+/* The keys and values of `dict` (new references) in a tuple of *n items, or
+ * NULL; read under the dict's lock, so another thread's change is wholly
+ * before or after it. */
+static PyObject* dict_snapshot(PyObject* dict, Py_ssize_t* n) {
+  PyObject* snapshot;
+  Py_BEGIN_CRITICAL_SECTION(dict);
+  Py_ssize_t size = PyDict_GET_SIZE(dict), pos = 0, i = 0;
+  snapshot = PyTuple_New(2 * size);
+  PyObject *k, *v;
+  while (snapshot != NULL && i < 2 * size && PyDict_Next(dict, &pos, &k, &v)) {
+    PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(k));
+    PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(v));
+  }
+  *n = i;
+  Py_END_CRITICAL_SECTION();
+  return snapshot;
+}
+
 static int dict_to_map(PyObject* dict, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
                        int64_t* height) {
-  Py_ssize_t n = PyDict_Size(dict), pos = 0, i = 0;
-  if (n <= 16) { /* the common small dict: no allocation at all when plain */
+  if (!TVMFFI_FREE_THREADED && PyDict_Size(dict) <= 16) {
+    /* the common small dict: no allocation at all when plain */
     PyObject* items[32];
     int rc;
     if (plain_dict_to_map(dict, items, out, temps, argpos, height, &rc)) return rc;
   }
-  PyObject* snapshot = PyTuple_New(2 * n);
+  Py_ssize_t i;
+  PyObject* snapshot = dict_snapshot(dict, &i);
   if (snapshot == NULL) return -1;
-  PyObject *k, *v;
-  while (i < 2 * n && PyDict_Next(dict, &pos, &k, &v)) {
-    PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(k));
-    PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(v));
-  }
   int rc = build_container("ffi.Map", &g_map_ctor, &PyTuple_GET_ITEM(snapshot, 0), i, out, temps,
                            argpos, height);
   Py_DECREF(snapshot);
