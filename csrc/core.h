@@ -39,6 +39,57 @@
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
 
+/* ---- threads.c: shared state without the GIL --------------------------------- */
+/* Free-threaded CPython (3.13t+, Py_GIL_DISABLED) runs this extension with no
+ * GIL: every state shared between threads is guarded by one of these. On the
+ * default build they cost nothing (the GIL serializes the same code). */
+#if PY_VERSION_HEX < 0x030D0000 /* critical sections: 3.13+ (no-ops with a GIL) */
+#define Py_BEGIN_CRITICAL_SECTION(op) {
+#define Py_END_CRITICAL_SECTION() }
+#endif
+#ifdef Py_GIL_DISABLED
+/* A lock around a small shared cache, never held while Python code runs
+ * (lookups and stores only), so it cannot be re-entered. */
+typedef PyMutex TVMFFIMutex;
+#define TVMFFI_LOCK(m) PyMutex_Lock(m)
+#define TVMFFI_UNLOCK(m) PyMutex_Unlock(m)
+#define TVMFFI_LOAD_PTR(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
+#define TVMFFI_STORE_PTR(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+/* The stand-in Python object whose critical section guards the runtime
+ * object `h` (a List, Dict or Map, or a functor over one) or, for NULL, the
+ * runtime's global registries: one of a fixed set, chosen by address, so
+ * threads on different containers rarely meet. A critical section, unlike a
+ * plain mutex, is released while its thread waits or runs a nested one, so a
+ * callback that touches the same container cannot deadlock. */
+PyObject* tvmffi_runtime_lock(const void* h);
+#define TVMFFI_BEGIN_RUNTIME(h) Py_BEGIN_CRITICAL_SECTION(tvmffi_runtime_lock(h))
+#define TVMFFI_END_RUNTIME() Py_END_CRITICAL_SECTION()
+#else
+typedef struct { char unused; } TVMFFIMutex;
+#define TVMFFI_LOCK(m) ((void)(m))
+#define TVMFFI_UNLOCK(m) ((void)(m))
+#define TVMFFI_LOAD_PTR(p) (p)
+#define TVMFFI_STORE_PTR(p, v) ((p) = (v))
+#define TVMFFI_BEGIN_RUNTIME(h) { (void)(h);
+#define TVMFFI_END_RUNTIME() }
+#endif
+int tvmffi_threads_init(PyObject* module);
+#ifdef Py_GIL_DISABLED
+#define TVMFFI_FREE_THREADED 1
+#else
+#define TVMFFI_FREE_THREADED 0
+#endif
+/* PyDict_GetItemRef (3.13+): a strong reference, so another thread replacing
+ * the entry cannot free the value under the caller. 1 found, 0 not, -1 error. */
+#if PY_VERSION_HEX < 0x030D0000
+static inline int tvmffi_dict_get_ref(PyObject* d, PyObject* key, PyObject** out) {
+  *out = Py_XNewRef(PyDict_GetItemWithError(d, key));
+  return *out != NULL ? 1 : (PyErr_Occurred() ? -1 : 0);
+}
+#else
+#define tvmffi_dict_get_ref PyDict_GetItemRef
+#endif
+
 /* ---- layout accessors (c_api.h defines these only for C++) ---------------- */
 static inline void* tvmffi_cell(TVMFFIObjectHandle obj) {
   return (char*)obj + sizeof(TVMFFIObject);
@@ -307,7 +358,13 @@ int tvmffi_graph_check_object(PyObject* obj, int64_t limit, int skip_seq_ignored
  * runtime's builtins. A traversal whose callbacks run Python code checks its
  * root again when this moved (structural.py). */
 extern uint64_t tvmffi_graph_epoch;
-static inline void tvmffi_graph_mutated(void) { ++tvmffi_graph_epoch; }
+static inline void tvmffi_graph_mutated(void) {
+#ifdef Py_GIL_DISABLED
+  __atomic_fetch_add(&tvmffi_graph_epoch, 1, __ATOMIC_RELAXED);
+#else
+  ++tvmffi_graph_epoch;
+#endif
+}
 
 /* ---- stack.c: the calling thread's C stack ---------------------------------- */
 /* Bytes of this thread's stack left below the caller, less the reserve kept
@@ -344,6 +401,12 @@ typedef struct {
   int release_gil;
   int builtin_flags; /* BUILTIN_*: what a runtime builtin's calls need beyond a call */
   PyObject* dict; /* instance attributes (official Function has __dict__); NULL until used */
+#ifdef Py_GIL_DISABLED
+  /* A functor over a container (BUILTIN_LOCKED): the container whose runtime
+   * lock its calls take (threads.c); NULL for a builtin, which takes its
+   * first argument's. */
+  const void* lock_key;
+#endif
 } TVMFFIPyFunction;
 /* type_docs.c: the public types' full docstrings, set before they are readied. */
 void tvmffi_type_docs_apply(void);
@@ -359,6 +422,14 @@ int tvmffi_function_doc_init(PyObject* module);
 /* A runtime builtin that trusts its input (ffi.FromJSONGraphString): its
  * arguments pass through the vetting hook first (_set_builtin_vetting). */
 #define BUILTIN_VETS_ARGS 32
+/* Free-threaded builds: a runtime builtin (or a functor one made), whose
+ * calls hold the runtime lock of the object they work on (threads.c). */
+#define BUILTIN_LOCKED 64
+/* A runtime builtin that changes a List or Dict (ffi.ListPop as well as the
+ * HOLD_* and MUTATES_GRAPH ones): without a GIL its calls also hold the
+ * registries' lock, which a graph check and the call after it hold
+ * throughout, so no graph changes while the runtime walks it. */
+#define BUILTIN_CHANGES 128
 /* A runtime builtin that drops List or Dict values (set, erase, clear): what
  * it drops is held across the call (teardown.c's tvmffi_hold_dropped), so a
  * deep value's last reference is released by us, iteratively. Which values,

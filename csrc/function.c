@@ -225,9 +225,58 @@ static PyObject* vetted_args(TVMFFIPyFunction* self, PyObject* const* args, Py_s
   return vetted;
 }
 
+static PyObject* builtin_call_unlocked(TVMFFIPyFunction* self, PyObject* const* args,
+                                       Py_ssize_t nargs);
+static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
+                                     PyObject* kwnames);
+
+#ifdef Py_GIL_DISABLED
+/* The object a locked builtin's call works on: the functor's container, or
+ * the builtin's first argument when it is an FFI object (the List of
+ * ffi.ListAppend), else NULL (the registries: ffi.FunctionRemoveGlobal). */
+static const void* lock_key_of(TVMFFIPyFunction* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (self->lock_key != NULL) return self->lock_key;
+  if (nargs > 0 && tvmffi_is_object(args[0])) return ((TVMFFIPyObject*)args[0])->handle;
+  return NULL;
+}
+
+/* Without a GIL, a builtin's call holds the runtime lock of what it works on
+ * (threads.c); a functor it returns takes the same lock on every call. */
+static PyObject* builtin_call_locked(TVMFFIPyFunction* self, PyObject* const* args,
+                                     Py_ssize_t nargs) {
+  const void* key = lock_key_of(self, args, nargs);
+  PyObject* res;
+  if (self->builtin_flags & BUILTIN_CHANGES) {
+    Py_BEGIN_CRITICAL_SECTION2(tvmffi_runtime_lock(key), tvmffi_runtime_lock(NULL));
+    res = builtin_call_unlocked(self, args, nargs);
+    Py_END_CRITICAL_SECTION2();
+  } else {
+    TVMFFI_BEGIN_RUNTIME(key);
+    res = builtin_call_unlocked(self, args, nargs);
+    TVMFFI_END_RUNTIME();
+  }
+  if ((self->builtin_flags & BUILTIN_FUNCTOR_KEEPS_GIL) && res != NULL &&
+      Py_TYPE(res) == &TVMFFIFunctionType) {
+    TVMFFIPyFunction* f = (TVMFFIPyFunction*)res;
+    f->lock_key = key;
+    f->builtin_flags |= BUILTIN_LOCKED;
+    f->vectorcall = function_vectorcall; /* it checks the flags */
+  }
+  return res;
+}
+#endif
+
 /* A call of a runtime builtin with BUILTIN_* flags (function_vectorcall). */
 static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* const* args,
                                            Py_ssize_t nargs) {
+#ifdef Py_GIL_DISABLED
+  if (self->builtin_flags & BUILTIN_LOCKED) return builtin_call_locked(self, args, nargs);
+#endif
+  return builtin_call_unlocked(self, args, nargs);
+}
+
+static PyObject* builtin_call_unlocked(TVMFFIPyFunction* self, PyObject* const* args,
+                                       Py_ssize_t nargs) {
   int builtin = self->builtin_flags;
   if (builtin & BUILTIN_VETS_ARGS) {
     PyObject* vetted = vetted_args(self, args, nargs);
@@ -309,6 +358,9 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
   f->release_gil = g_release_gil_default;
   f->builtin_flags = 0;
   f->dict = NULL;
+#ifdef Py_GIL_DISABLED
+  f->lock_key = NULL;
+#endif
   return (PyObject*)f;
 }
 
@@ -437,7 +489,11 @@ PyTypeObject TVMFFIFunctionType = {
 int tvmffi_get_global(const char* name, TVMFFIObjectHandle* out) {
   TVMFFIByteArray ba = {name, strlen(name)};
   *out = NULL;
-  if (TVMFFIFunctionGetGlobal(&ba, out) != 0) {
+  int rc;
+  TVMFFI_BEGIN_RUNTIME(NULL); /* the registry another thread may be changing */
+  rc = TVMFFIFunctionGetGlobal(&ba, out);
+  TVMFFI_END_RUNTIME();
+  if (rc != 0) {
     tvmffi_raise_ffi_error();
     return -1;
   }
@@ -486,7 +542,8 @@ static int makes_functor(const char* name) {
  * a cycle or a deeper value), and the HOLD_* kind of what they drop (Pop
  * hands its value back to the caller, so it drops nothing). */
 static int container_flags(const char* name) {
-  enum { ADDS = BUILTIN_MUTATES_GRAPH };
+  /* BUILTIN_CHANGES: only without a GIL (with one, ffi.ListPop stays a plain call). */
+  enum { DROPS = TVMFFI_FREE_THREADED ? BUILTIN_CHANGES : 0, ADDS = BUILTIN_MUTATES_GRAPH | DROPS };
   static const struct {
     const char* name;
     int flags;
@@ -496,11 +553,14 @@ static int container_flags(const char* name) {
       {"ffi.DictSetItem", ADDS | BUILTIN_HOLD(HOLD_KEY)},
       {"ffi.ListAppend", ADDS},
       {"ffi.ListInsert", ADDS},
-      {"ffi.ListErase", BUILTIN_HOLD(HOLD_INDEX)},
-      {"ffi.ListEraseRange", BUILTIN_HOLD(HOLD_RANGE)},
-      {"ffi.ListClear", BUILTIN_HOLD(HOLD_ALL)},
-      {"ffi.DictClear", BUILTIN_HOLD(HOLD_ALL)},
-      {"ffi.DictErase", BUILTIN_HOLD(HOLD_KEY)},
+      {"ffi.ListErase", DROPS | BUILTIN_HOLD(HOLD_INDEX)},
+      {"ffi.ListEraseRange", DROPS | BUILTIN_HOLD(HOLD_RANGE)},
+      {"ffi.ListClear", DROPS | BUILTIN_HOLD(HOLD_ALL)},
+      {"ffi.DictClear", DROPS | BUILTIN_HOLD(HOLD_ALL)},
+      {"ffi.DictErase", DROPS | BUILTIN_HOLD(HOLD_KEY)},
+      {"ffi.ListPop", DROPS},
+      {"ffi.ListReverse", DROPS},
+      {"ffi.ListReserve", DROPS},
   };
   for (size_t i = 0; i < sizeof kChanging / sizeof kChanging[0]; ++i) {
     if (strcmp(name, kChanging[i].name) == 0) return kChanging[i].flags;
@@ -546,6 +606,9 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
       ((TVMFFIPyFunction*)f)->builtin_flags =
           (makes_functor(name) ? BUILTIN_FUNCTOR_KEEPS_GIL : 0) | container_flags(name) |
           (is_vetted(name) ? BUILTIN_VETS_ARGS : 0);
+#ifdef Py_GIL_DISABLED
+      ((TVMFFIPyFunction*)f)->builtin_flags |= BUILTIN_LOCKED; /* no GIL to serialize it */
+#endif
       ((TVMFFIPyFunction*)f)->vectorcall = function_vectorcall; /* it checks the flags */
     }
     return f;
@@ -587,7 +650,11 @@ static PyObject* py_register_global_func(PyObject* self, PyObject* args) {
   TVMFFIObjectHandle h;
   if (handle_for(func, &h) != 0) return NULL;
   TVMFFIByteArray ba = {name, (size_t)name_len};
-  if (TVMFFIFunctionSetGlobal(&ba, h, override) != 0) {
+  int rc;
+  TVMFFI_BEGIN_RUNTIME(NULL); /* the registry another thread may be reading */
+  rc = TVMFFIFunctionSetGlobal(&ba, h, override);
+  TVMFFI_END_RUNTIME();
+  if (rc != 0) {
     TVMFFIObjectDecRef(h);
     return tvmffi_raise_ffi_error();
   }

@@ -593,7 +593,30 @@ static PyObject* py_seq_size(PyObject* m, PyObject* obj) {
   (void)m;
   TVMFFISeqCell* c;
   if (seq_cell(obj, &c) != 0) return NULL;
-  return PyLong_FromLongLong(c->size);
+  int64_t size;
+  TVMFFI_BEGIN_RUNTIME(((TVMFFIPyObject*)obj)->handle); /* a List another thread may resize */
+  size = c->size;
+  TVMFFI_END_RUNTIME();
+  return PyLong_FromLongLong(size);
+}
+
+/* Element `i` of a sequence (negative: from the end) as an owned Any, read
+ * under the runtime lock of the sequence: another thread's ffi.ListSetItem
+ * cannot free it, or a resize move it, while it is taken. 0, or -1 with
+ * IndexError. */
+static int seq_take(PyObject* seq, TVMFFISeqCell* c, Py_ssize_t i, TVMFFIAny* out) {
+  int rc = 0;
+  TVMFFI_BEGIN_RUNTIME(((TVMFFIPyObject*)seq)->handle);
+  if (i < 0) i += (Py_ssize_t)c->size;
+  if (i < 0 || i >= (Py_ssize_t)c->size) {
+    rc = -1;
+  } else {
+    *out = ((TVMFFIAny*)c->data)[i];
+    if (out->type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectIncRef(out->v_obj);
+  }
+  TVMFFI_END_RUNTIME();
+  if (rc != 0) PyErr_SetString(PyExc_IndexError, "index out of range");
+  return rc;
 }
 
 static PyObject* py_seq_getitem(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
@@ -606,18 +629,21 @@ static PyObject* py_seq_getitem(PyObject* m, PyObject* const* args, Py_ssize_t n
   if (seq_cell(args[0], &c) != 0) return NULL;
   Py_ssize_t i = PyNumber_AsSsize_t(args[1], PyExc_IndexError);
   if (i == -1 && PyErr_Occurred()) return NULL;
+  const DLPackExchangeAPI* api = ((TVMFFIPyObject*)args[0])->dlpack_api;
+#ifndef Py_GIL_DISABLED
+  /* With the GIL no other thread changes the sequence while it is read. */
   if (i < 0) i += (Py_ssize_t)c->size;
   if (i < 0 || i >= (Py_ssize_t)c->size) {
     PyErr_SetString(PyExc_IndexError, "index out of range");
     return NULL;
   }
   const TVMFFIAny* item = &((TVMFFIAny*)c->data)[i];
-  const DLPackExchangeAPI* api = ((TVMFFIPyObject*)args[0])->dlpack_api;
   if (api == NULL) return tvmffi_any_to_py_borrowed(item);
+#endif
   /* A container from a framework's call: its tensors as the framework's. */
-  TVMFFIAny owned = *item;
-  if (owned.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectIncRef(owned.v_obj);
-  return tvmffi_any_to_py_framework(&owned, api);
+  TVMFFIAny owned;
+  if (seq_take(args[0], c, i, &owned) != 0) return NULL;
+  return tvmffi_any_to_py_result(&owned, api);
 }
 
 /* Call a function handle with AnyView arguments; the result is owned. */
