@@ -74,6 +74,35 @@ typedef struct { char unused; } TVMFFIMutex;
 #define TVMFFI_END_RUNTIME() }
 #endif
 int tvmffi_threads_init(PyObject* module);
+/* Words another thread may write meanwhile (without a GIL): read and written
+ * whole, never torn (relaxed atomics; plain accesses with a GIL). */
+#ifdef Py_GIL_DISABLED
+#define TVMFFI_RELAXED_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define TVMFFI_RELAXED_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#else
+#define TVMFFI_RELAXED_LOAD(x) (x)
+#define TVMFFI_RELAXED_STORE(x, v) ((x) = (v))
+#endif
+/* A lazily made global: publishes `value` (a new reference, not NULL) in
+ * *slot unless another thread already did; returns what *slot holds then
+ * (borrowed: the slot keeps it for the life of the process). */
+static inline PyObject* tvmffi_publish_once(PyObject** slot, PyObject* value) {
+#ifdef Py_GIL_DISABLED
+  PyObject* expected = NULL;
+  if (__atomic_compare_exchange_n(slot, &expected, value, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    return value;
+  }
+  Py_DECREF(value);
+  return expected;
+#else
+  *slot = value;
+  return value;
+#endif
+}
+/* A type's current version tag (CPython changes it under its own lock). */
+static inline unsigned int tvmffi_tag_of(PyTypeObject* tp) {
+  return TVMFFI_RELAXED_LOAD(tp->tp_version_tag);
+}
 #ifdef Py_GIL_DISABLED
 #define TVMFFI_FREE_THREADED 1
 #else
