@@ -76,8 +76,10 @@ static Py_NO_INLINE int field_handle_slow(FieldProperty* self, PyObject* obj, TV
   if (obj_handle(obj, out) != 0) return -1;
   int32_t ti = tvmffi_type_index_of(*out);
   if (!has_field(self, ti)) return field_type_error(self, *out);
-  self->checked_tag = Py_TYPE(obj)->tp_version_tag;
-  self->checked_index = ti;
+  /* Two words, each written whole: a reader pairing one with the other's old
+   * value still sees a class and a type that passed has_field. */
+  TVMFFI_RELAXED_STORE(self->checked_tag, tvmffi_tag_of(Py_TYPE(obj)));
+  TVMFFI_RELAXED_STORE(self->checked_index, ti);
   return 0;
 }
 
@@ -89,12 +91,12 @@ static Py_NO_INLINE int field_handle_slow(FieldProperty* self, PyObject* obj, TV
  * of equal layout), so the handle's type index is compared on every access:
  * the declaring type and the last subtype seen pass without a lookup. */
 static inline int field_handle(FieldProperty* self, PyObject* obj, TVMFFIObjectHandle* out) {
-  unsigned int tag = Py_TYPE(obj)->tp_version_tag;
-  if (tag != 0 && tag == self->checked_tag) {
+  unsigned int tag = tvmffi_tag_of(Py_TYPE(obj));
+  if (tag != 0 && tag == TVMFFI_RELAXED_LOAD(self->checked_tag)) {
     TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
     if (h != NULL) {
       int32_t ti = tvmffi_type_index_of(h);
-      if (ti == self->type_index || ti == self->checked_index) {
+      if (ti == self->type_index || ti == TVMFFI_RELAXED_LOAD(self->checked_index)) {
         *out = h;
         return 0;
       }
