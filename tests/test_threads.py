@@ -259,23 +259,25 @@ BIG = 10**12  # ints above 2**30: each store makes a new object and frees the ol
 def test_python_list_mutated_while_converted() -> None:
     # A list argument was converted from its borrowed items: without a GIL another thread
     # replacing an item freed it under the conversion (segfaults in seq_to_array).
-    lst: list[int] = [BIG + i for i in range(16)]
+    lst: list[int | float] = [BIG + i for i in range(64)]
     done = threading.Event()
 
     def writer() -> None:
         try:
-            for i in range(ROUNDS * 4):
-                lst[i % 16] = BIG + i
-                lst.append(BIG + i)
-                del lst[-1]
+            for i in range(ROUNDS * 20):
+                # a new object each store, the old one freed (its memory soon another's)
+                lst[i % 64] = BIG + i if i % 3 else float(i)
+                if i % 8 == 0:
+                    lst.append(BIG + i)
+                    del lst[-1]
         finally:
             done.set()
 
     def reader() -> None:
         while not done.is_set():
-            got = list(testing.echo(lst))
-            assert len(got) in (16, 17), len(got)
-            assert all(type(v) is int and v >= BIG for v in got), got
+            got = testing.echo(lst)
+            assert len(got) in (64, 65), len(got)
+            assert all((type(v) is int and v >= BIG) or type(v) is float for v in got), got
 
     start_together([writer] + [reader] * (EIGHT - 1))
 
