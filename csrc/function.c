@@ -355,7 +355,7 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
   f->base.graph_height = 0;
   f->safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(handle))->safe_call;
   f->vectorcall = f->safe_call != NULL ? plain_vectorcall : function_vectorcall;
-  f->release_gil = g_release_gil_default;
+  f->release_gil = TVMFFI_RELAXED_LOAD(g_release_gil_default);
   f->builtin_flags = 0;
   f->dict = NULL;
 #ifdef Py_GIL_DISABLED
@@ -379,7 +379,7 @@ static PyObject* function_new(PyTypeObject* type, PyObject* args, PyObject* kwar
   TVMFFIPyFunction* f = (TVMFFIPyFunction*)type->tp_alloc(type, 0);
   if (f == NULL) return NULL;
   f->vectorcall = function_vectorcall;
-  f->release_gil = g_release_gil_default;
+  f->release_gil = TVMFFI_RELAXED_LOAD(g_release_gil_default);
   return (PyObject*)f;
 }
 
@@ -665,7 +665,7 @@ static PyObject* py_set_release_gil_default(PyObject* self, PyObject* flag) {
   (void)self;
   int v = PyObject_IsTrue(flag);
   if (v < 0) return NULL;
-  g_release_gil_default = v;
+  TVMFFI_RELAXED_STORE(g_release_gil_default, v);
   Py_RETURN_NONE;
 }
 
