@@ -28,11 +28,14 @@ PyObject* tvmffi_runtime_lock(const void* h) {
 #endif
 
 int tvmffi_threads_init(PyObject* module) {
-  (void)module;
+  (void)module; /* used only without a GIL */
 #ifdef Py_GIL_DISABLED
   for (int i = 0; i < STRIPES; ++i) {
     if (g_stripes[i] == NULL && (g_stripes[i] = PyList_New(0)) == NULL) return -1;
   }
+  /* Every state the extension shares is guarded (core.h, "shared state
+   * without the GIL"): importing it leaves the GIL off. */
+  if (PyUnstable_Module_SetGIL(module, Py_MOD_GIL_NOT_USED) != 0) return -1;
 #endif
   return 0;
 }
