@@ -459,6 +459,13 @@ int tvmffi_function_doc_init(PyObject* module);
  * registries' lock, which a graph check and the call after it hold
  * throughout, so no graph changes while the runtime walks it. */
 #define BUILTIN_CHANGES 128
+/* Free-threaded builds: a builtin of one container (ffi.List*, ffi.Dict*,
+ * ffi.Map*, ffi.Array*), which locks that container's stripe; every other
+ * builtin (registries, structural and JSON traversals) locks the registries'
+ * stripe, the one a graph check holds: a call made inside that check (the
+ * traversal itself) then never waits on another lock, which would suspend
+ * the check's critical section while another thread changes the graph. */
+#define BUILTIN_CONTAINER 256
 /* A runtime builtin that drops List or Dict values (set, erase, clear): what
  * it drops is held across the call (teardown.c's tvmffi_hold_dropped), so a
  * deep value's last reference is released by us, iteratively. Which values,

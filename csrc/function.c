@@ -232,12 +232,19 @@ static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, 
 
 #ifdef Py_GIL_DISABLED
 /* The object a locked builtin's call works on: the functor's container, or
- * the builtin's first argument when it is an FFI object (the List of
- * ffi.ListAppend), else NULL (the registries: ffi.FunctionRemoveGlobal). */
+ * a container builtin's first argument (the List of ffi.ListAppend), else
+ * NULL (the registries and graph traversals: BUILTIN_CONTAINER). */
 static const void* lock_key_of(TVMFFIPyFunction* self, PyObject* const* args, Py_ssize_t nargs) {
   if (self->lock_key != NULL) return self->lock_key;
-  if (nargs > 0 && tvmffi_is_object(args[0])) return ((TVMFFIPyObject*)args[0])->handle;
+  if ((self->builtin_flags & BUILTIN_CONTAINER) && nargs > 0 && tvmffi_is_object(args[0])) {
+    return ((TVMFFIPyObject*)args[0])->handle;
+  }
   return NULL;
+}
+
+static int is_container_builtin(const char* name) {
+  return strncmp(name, "ffi.List", 8) == 0 || strncmp(name, "ffi.Dict", 8) == 0 ||
+         strncmp(name, "ffi.Map", 7) == 0 || strncmp(name, "ffi.Array", 9) == 0;
 }
 
 /* Without a GIL, a builtin's call holds the runtime lock of what it works on
@@ -607,7 +614,8 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
           (makes_functor(name) ? BUILTIN_FUNCTOR_KEEPS_GIL : 0) | container_flags(name) |
           (is_vetted(name) ? BUILTIN_VETS_ARGS : 0);
 #ifdef Py_GIL_DISABLED
-      ((TVMFFIPyFunction*)f)->builtin_flags |= BUILTIN_LOCKED; /* no GIL to serialize it */
+      ((TVMFFIPyFunction*)f)->builtin_flags |=
+          BUILTIN_LOCKED | (is_container_builtin(name) ? BUILTIN_CONTAINER : 0); /* no GIL */
 #endif
       ((TVMFFIPyFunction*)f)->vectorcall = function_vectorcall; /* it checks the flags */
     }
