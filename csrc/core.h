@@ -2,30 +2,38 @@
  * Internal declarations shared by the files of the tvmffi._core extension.
  *
  * One file per concept:
- *   module.c    module init, runtime hooks, method table
- *   any.c       the single place where Python values and TVMFFIAny convert
- *   strbytes.c  str / bytes / big-int payloads (small and heap forms)
- *   object.c    Object base type, handle ownership, type-index -> class table
- *   function.c  Function type and its vectorcall call path
+ *   module.c        module init, runtime hooks, method table
+ *   threads.c       locks for shared state without the GIL (free-threaded builds)
+ *   any.c           the single place where Python values and TVMFFIAny convert
+ *   strbytes.c      str / bytes / big-int payloads (small and heap forms)
+ *   numpy_scalar.c  NumPy scalars (float32, int8 ... uint64) read in place
+ *   object.c        Object base type, handle ownership, type-index -> class table
+ *   rvalue.c        obj._move() and the ObjectRValueRef it returns
+ *   cany.c          CAny: one owned FFI value held by Python (TypeSchema.convert)
+ *   reflection.c    reflected fields, methods, constructors, container cells
+ *   py_class.c      FFI types defined in Python (@py_class): type and field registration
+ *   function.c      Function type and its vectorcall call path; the global registry
  *   function_doc.c  a Function's __name__/__qualname__/__doc__/__signature__, lazily
- *   type_docs.c the public types' docstrings
- *   callback.c  Python callables exposed as FFI functions
- *   error.c     FFI errors <-> Python exceptions
- *   device.c    Device value type
- *   dtype.c     DataType value type
- *   tensor.c    Tensor / TensorView types; NumPy and DLPack in both directions
- *               live beside it in own_tensor.c, tensor_from_py.c, ndarray.c,
- *               dlpack.c, dlpack_export.c (map in tensor_internal.h)
- *   stream.c    the runtime's per-device environment stream
- *   interop.c   one object world with the official binding (tvm_ffi)
- *   cfunction.c Functions from raw C symbols (extern "C" safe calls, MLIR packed)
- *   framework.c a call's DLPack C exchange API: the framework's allocator
- *               during the call, its tensors in the result
- *   graph_guard.c  depth/cycle check before the runtime's recursive graph
- *               traversals (structural equal/hash/walk/map, JSON graph)
- *   teardown.c  freeing deep containers / py_class chains without deep recursion
- *   library_pin.c  a library whose loading registered globals is never unloaded
- *   stack.c     the C stack left to the calling thread (graph guard, callbacks)
+ *   type_docs.c     the public types' docstrings
+ *   cfunction.c     Functions from raw C symbols (extern "C" safe calls, MLIR packed)
+ *   callback.c      Python callables exposed as FFI functions; opaque Python objects
+ *   error.c         FFI errors <-> Python exceptions
+ *   error_object.c  the runtime's error object (ffi.Error) seen from Python
+ *   device.c        Device value type
+ *   dtype.c         dtype value type (a str subclass)
+ *   tensor/         Tensor / TensorView, NumPy and DLPack in both directions
+ *                   (tensor/internal.h maps its files; tensor/import.c is the entry)
+ *   stream.c        the runtime's per-device environment stream
+ *   interop.c       one object world with the official binding (tvm_ffi)
+ *   framework.c     a call's DLPack C exchange API: the framework's allocator
+ *                   during the call, its tensors in the result
+ *   graph_guard.c   depth/cycle check before the runtime's recursive graph
+ *                   traversals (structural equal/hash/walk/map, JSON graph)
+ *   graph_entry.c   structural_equal / structural_hash: bind, check and call in one step
+ *   teardown.c      freeing deep containers / py_class chains without deep recursion
+ *   library_probe.c a library's embedded module tree validated before the runtime loads it
+ *   library_pin.c   a library whose loading registered globals is never unloaded
+ *   stack.c         the C stack left to the calling thread (graph guard, callbacks)
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
