@@ -355,10 +355,10 @@ def test_attribute_caches_from_eight_threads() -> None:
     def body(t: int) -> Callable[[], None]:
         def run() -> None:
             for i in range(ROUNDS):
-                base = testing.create_object("testing.TestObjectBase", v_i64=i, v_f64=0.5, v_str="b")
-                derived = testing.create_object(
-                    "testing.TestObjectDerived", v_i64=-i, v_f64=1.5, v_str="d", v_map={}, v_array=[]
-                )
+                make = testing.create_object
+                base = make("testing.TestObjectBase", v_i64=i, v_f64=0.5, v_str="b")
+                derived = make("testing.TestObjectDerived", v_i64=-i, v_f64=1.5, v_str="d",
+                               v_map={}, v_array=[])  # fmt: skip
                 assert base.v_i64 == i and derived.v_i64 == -i
                 assert base.v_str == "b" and derived.v_str == "d"
                 pair = testing.TestIntPair(t, i)

@@ -37,7 +37,7 @@ def run(cmd: list[str], **kwargs: object) -> None:
 def interpreter_tag(python: str) -> str:
     """The wheel's ABI tag: ``cp313``, or ``cp314t`` for a free-threaded build."""
     out = subprocess.run(
-        [python, "-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}' + sys.abiflags)"],
+        [python, "-c", "import sys; v = sys.version_info; print(f'cp{v[0]}{v[1]}' + sys.abiflags)"],
         check=True,
         capture_output=True,
         text=True,
