@@ -72,6 +72,12 @@ typedef PyMutex TVMFFIMutex;
 PyObject* tvmffi_runtime_lock(const void* h);
 #define TVMFFI_BEGIN_RUNTIME(h) Py_BEGIN_CRITICAL_SECTION(tvmffi_runtime_lock(h))
 #define TVMFFI_END_RUNTIME() Py_END_CRITICAL_SECTION()
+/* A change that may add or drop an edge of a value graph (a List or Dict
+ * element, an object's field): the object's stripe and the registries' one,
+ * which a graph check holds while the runtime walks (graph_guard.c). */
+#define TVMFFI_BEGIN_RUNTIME_CHANGE(h) \
+  Py_BEGIN_CRITICAL_SECTION2(tvmffi_runtime_lock(h), tvmffi_runtime_lock(NULL))
+#define TVMFFI_END_RUNTIME_CHANGE() Py_END_CRITICAL_SECTION2()
 #else
 typedef struct { char unused; } TVMFFIMutex;
 #define TVMFFI_LOCK(m) ((void)(m))
@@ -80,6 +86,8 @@ typedef struct { char unused; } TVMFFIMutex;
 #define TVMFFI_STORE_PTR(p, v) ((p) = (v))
 #define TVMFFI_BEGIN_RUNTIME(h) { (void)(h);
 #define TVMFFI_END_RUNTIME() }
+#define TVMFFI_BEGIN_RUNTIME_CHANGE(h) { (void)(h);
+#define TVMFFI_END_RUNTIME_CHANGE() }
 #endif
 int tvmffi_threads_init(PyObject* module);
 /* Words another thread may write meanwhile (without a GIL): read and written

@@ -254,9 +254,9 @@ static PyObject* builtin_call_locked(TVMFFIPyFunction* self, PyObject* const* ar
   const void* key = lock_key_of(self, args, nargs);
   PyObject* res;
   if (self->builtin_flags & BUILTIN_CHANGES) {
-    Py_BEGIN_CRITICAL_SECTION2(tvmffi_runtime_lock(key), tvmffi_runtime_lock(NULL));
+    TVMFFI_BEGIN_RUNTIME_CHANGE(key);
     res = builtin_call_unlocked(self, args, nargs);
-    Py_END_CRITICAL_SECTION2();
+    TVMFFI_END_RUNTIME_CHANGE();
   } else {
     TVMFFI_BEGIN_RUNTIME(key);
     res = builtin_call_unlocked(self, args, nargs);

@@ -107,7 +107,12 @@ static inline int field_handle(FieldProperty* self, PyObject* obj, TVMFFIObjectH
 
 static PyObject* field_read(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h) {
   TVMFFIAny result = {.type_index = kTVMFFINone};
-  if (f->getter((char*)h + f->offset, &result) != 0) return tvmffi_raise_ffi_error();
+  int rc;
+  /* Without a GIL: another thread's write cannot drop the value being taken. */
+  TVMFFI_BEGIN_RUNTIME(h);
+  rc = f->getter((char*)h + f->offset, &result);
+  TVMFFI_END_RUNTIME();
+  if (rc != 0) return tvmffi_raise_ffi_error();
   return tvmffi_any_to_py_owned(&result);
 }
 
@@ -134,8 +139,10 @@ static int field_write(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h, PyObject*
   }
   void* ptr = (char*)h + f->offset;
   TVMFFIAny old;
-  field_hold_old(f, h, &old);
   int rc;
+  /* Without a GIL: one write at a time, no reader mid-way, no graph walk. */
+  TVMFFI_BEGIN_RUNTIME_CHANGE(h);
+  field_hold_old(f, h, &old);
   if (f->flags & kTVMFFIFieldFlagBitSetterIsFunctionObj) {
     TVMFFIAny args[2];
     args[0].type_index = kTVMFFIOpaquePtr;
@@ -148,6 +155,7 @@ static int field_write(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h, PyObject*
   } else {
     rc = ((TVMFFIFieldSetter)f->setter)(ptr, &arg);
   }
+  TVMFFI_END_RUNTIME_CHANGE();
   temps_release(&temps);
   tvmffi_any_release(&old);
   tvmffi_graph_mutated();

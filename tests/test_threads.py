@@ -409,3 +409,28 @@ def test_headline_calls_from_eight_threads() -> None:
         return run
 
     start_together([body(t) for t in range(EIGHT)])
+
+
+def test_object_field_written_while_other_threads_read_it() -> None:
+    # An object-valued field replaced by one thread (its old value dropped) while the
+    # others read it: a reader must get the old or the new value, never a freed one.
+    obj = testing.create_object(
+        "testing.TestObjectDerived", v_i64=0, v_f64=0.0, v_str="s", v_map={}, v_array=[0]
+    )
+    done = threading.Event()
+
+    def writer() -> None:
+        try:
+            for i in range(ROUNDS * 2):
+                obj.v_array = [i, i, i]
+                obj.v_str = f"a string of some length, heap allocated {i}"
+        finally:
+            done.set()
+
+    def reader() -> None:
+        while not done.is_set():
+            arr = list(obj.v_array)
+            assert len(arr) in (1, 3) and len(set(arr)) == 1, arr
+            assert obj.v_str.startswith(("s", "a string")), obj.v_str
+
+    start_together([writer] + [reader] * (EIGHT - 1))
