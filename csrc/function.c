@@ -531,8 +531,9 @@ int tvmffi_call_global_any(const char* name, TVMFFIObjectHandle* cache, TVMFFIAn
 /* The runtime's own builtins ("ffi.*": container reads and mutations, the
  * global registry) touch state shared by every thread, which the runtime does
  * not lock: they keep the GIL, so Python threads sharing a List, Dict or the
- * registry are serialized as with Python's own list and dict. They are cheap
- * and never block, so releasing the GIL would buy nothing. */
+ * registry are serialized as with Python's own list and dict (without a GIL,
+ * by the runtime locks of threads.c: BUILTIN_LOCKED). They are cheap and
+ * never block, so releasing the GIL would buy nothing. */
 static int is_runtime_builtin(const char* name) { return strncmp(name, "ffi.", 4) == 0; }
 
 /* "ffi.*Functor" builtins return functions over the same shared state

@@ -2,8 +2,9 @@
  * Native entry points over the runtime's recursive graph functions
  * (structural_equal, structural_hash): one C step binds the Python arguments
  * to the parameters, checks the graph arguments (graph_guard.c) and calls the
- * runtime function with the GIL held. No other thread can change a checked
- * value before the runtime walks it, and no Python frame, generic call layer
+ * runtime function with the GIL held (without a GIL: the registries' runtime
+ * lock, which every List/Dict change takes too). No other thread can change a
+ * checked value before the runtime walks it, and no Python frame, generic call layer
  * or result post-processing in Python sits on the path.
  *
  *   _graph_entry(name, fn, bytes_per_level, skip_seq_ignored, checked, names, defaults, result)
