@@ -143,13 +143,13 @@ static PyTypeObject* type_entry_store(TypeEntry* e, const TypeEntry* fresh) {
   PyTypeObject* old = e->type;
   unsigned int seq = g_type_cache_seq[slot];
   __atomic_store_n(&g_type_cache_seq[slot], seq + 1, __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  __atomic_store_n(&e->type, fresh->type, __ATOMIC_RELAXED);
-  __atomic_store_n(&e->tag, fresh->tag, __ATOMIC_RELAXED);
-  __atomic_store_n(&e->kind, fresh->kind, __ATOMIC_RELAXED);
-  __atomic_store_n(&e->api, fresh->api, __ATOMIC_RELAXED);
-  __atomic_store_n(&e->is_torch, fresh->is_torch, __ATOMIC_RELAXED);
-  __atomic_store_n(&e->trusted, fresh->trusted, __ATOMIC_RELAXED);
+  /* Release stores: each is seen only after the odd number above. */
+  __atomic_store_n(&e->type, fresh->type, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->tag, fresh->tag, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->kind, fresh->kind, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->api, fresh->api, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->is_torch, fresh->is_torch, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->trusted, fresh->trusted, __ATOMIC_RELEASE);
   __atomic_store_n(&g_type_cache_seq[slot], seq + 2, __ATOMIC_RELEASE);
   PyMutex_Unlock(&g_type_cache_lock);
   return old;

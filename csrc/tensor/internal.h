@@ -178,13 +178,15 @@ static inline int type_entry_read(size_t slot, TypeEntry* out) {
   const TypeEntry* e = &g_type_cache[slot];
   unsigned int seq = __atomic_load_n(&g_type_cache_seq[slot], __ATOMIC_ACQUIRE);
   if (seq & 1) return 0;
-  out->type = __atomic_load_n(&e->type, __ATOMIC_RELAXED);
-  out->tag = __atomic_load_n(&e->tag, __ATOMIC_RELAXED);
-  out->kind = __atomic_load_n(&e->kind, __ATOMIC_RELAXED);
-  out->api = __atomic_load_n(&e->api, __ATOMIC_RELAXED);
-  out->is_torch = __atomic_load_n(&e->is_torch, __ATOMIC_RELAXED);
-  out->trusted = __atomic_load_n(&e->trusted, __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  /* Acquire loads (plain moves on x86; no fences, which ThreadSanitizer cannot
+   * follow): the second reading of the number cannot move above them, and a
+   * field the writer stored (release) shows the number it made odd first. */
+  out->type = __atomic_load_n(&e->type, __ATOMIC_ACQUIRE);
+  out->tag = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
+  out->kind = __atomic_load_n(&e->kind, __ATOMIC_ACQUIRE);
+  out->api = __atomic_load_n(&e->api, __ATOMIC_ACQUIRE);
+  out->is_torch = __atomic_load_n(&e->is_torch, __ATOMIC_ACQUIRE);
+  out->trusted = __atomic_load_n(&e->trusted, __ATOMIC_ACQUIRE);
   return __atomic_load_n(&g_type_cache_seq[slot], __ATOMIC_RELAXED) == seq;
 }
 static inline const TypeEntry* type_entry(PyTypeObject* tp, TypeEntry* scratch) {
