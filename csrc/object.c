@@ -229,21 +229,23 @@ PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args) {
     PyErr_Format(PyExc_TypeError, "%R is not a subclass of tvmffi.Object", cls);
     return NULL;
   }
+  /* Reflected names are installed on registered classes, so they can take the
+   * generic attribute path, which CPython specializes (LOAD_METHOD calls a
+   * method descriptor without binding it). A class resolving names itself
+   * (__tvm_ffi_getattr__) keeps the reflection fallback. Changed before the
+   * class is published in g_registered: a thread that finds it there (under
+   * the dict's lock without a GIL) sees the change. */
+  PyTypeObject* tp = (PyTypeObject*)cls;
+  if (tp->tp_getattro == object_getattro && !PyObject_HasAttrString(cls, "__tvm_ffi_getattr__")) {
+    tp->tp_getattro = PyObject_GenericGetAttr;
+    PyType_Modified(tp);
+  }
   PyObject* key = PyLong_FromLong(type_index);
   if (key == NULL || retire_registered(key) != 0 || PyDict_SetItem(g_registered, key, cls) != 0) {
     Py_XDECREF(key);
     return NULL;
   }
   Py_DECREF(key);
-  /* Reflected names are installed on registered classes, so they can take the
-   * generic attribute path, which CPython specializes (LOAD_METHOD calls a
-   * method descriptor without binding it). A class resolving names itself
-   * (__tvm_ffi_getattr__) keeps the reflection fallback. */
-  PyTypeObject* tp = (PyTypeObject*)cls;
-  if (tp->tp_getattro == object_getattro && !PyObject_HasAttrString(cls, "__tvm_ffi_getattr__")) {
-    tp->tp_getattro = PyObject_GenericGetAttr;
-    PyType_Modified(tp);
-  }
   forget_resolved();
   Py_RETURN_NONE;
 }
