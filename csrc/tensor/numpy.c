@@ -130,9 +130,14 @@ static int numpy_fields_match(void) {
 }
 
 int numpy_describe(PyObject* arr, Py_ssize_t argpos, NumpyDesc* d) {
-  if (g_numpy_fields_ok < 0) g_numpy_fields_ok = numpy_fields_match();
+  /* Read and written whole: threads checking at once reach the same verdict. */
+  int fields_ok = TVMFFI_RELAXED_LOAD(g_numpy_fields_ok);
+  if (fields_ok < 0) {
+    fields_ok = numpy_fields_match();
+    TVMFFI_RELAXED_STORE(g_numpy_fields_ok, fields_ok);
+  }
   Py_ssize_t itemsize;
-  if (g_numpy_fields_ok) {
+  if (fields_ok) {
     const NumpyArrayFields* f = (const NumpyArrayFields*)arr;
     if (descr_lookup(arr, f->descr, argpos, &d->dtype, &itemsize) != 0) return -1;
     d->data = f->data;
