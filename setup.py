@@ -65,7 +65,10 @@ extra_compile_args = ["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fvisib
 # The call path crosses files (function.c -> any.c -> object.c); link-time
 # optimization lets those small functions inline into one another.
 extra_link_args = ["-O3", "-flto"]
-if os.environ.get("TVMFFI_SANITIZE"):
+if os.environ.get("TVMFFI_SANITIZE") == "thread":  # ThreadSanitizer (docs/guide/development.md)
+    extra_compile_args += ["-fsanitize=thread", "-fno-omit-frame-pointer", "-O1", "-g"]
+    extra_link_args = ["-fsanitize=thread"]
+elif os.environ.get("TVMFFI_SANITIZE"):
     extra_compile_args += [
         "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g", "-DTVMFFI_SANITIZE"
     ]

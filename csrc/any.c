@@ -178,7 +178,9 @@ static int items_run_no_python(PyObject* const* items, Py_ssize_t n) {
  * its own references, unless none of them can run any. */
 static int seq_to_array(PyObject* seq, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
                         int64_t* height) {
-  if (PyList_CheckExact(seq) &&
+  /* Without a GIL another thread may change the list at any moment: only the
+   * snapshot (taken under the list's own lock) holds items that stay alive. */
+  if (!TVMFFI_FREE_THREADED && PyList_CheckExact(seq) &&
       items_run_no_python(&PyList_GET_ITEM(seq, 0), PyList_GET_SIZE(seq))) {
     return build_container("ffi.Array", &g_array_ctor, &PyList_GET_ITEM(seq, 0),
                            PyList_GET_SIZE(seq), out, temps, argpos, height);
@@ -207,21 +209,35 @@ static int plain_dict_to_map(PyObject* dict, PyObject** items, TVMFFIAny* out, T
   return 1;
 }
 
+/* The keys and values of `dict` (new references) in a tuple of *n items, or
+ * NULL; read under the dict's lock, so another thread's change is wholly
+ * before or after it. */
+static PyObject* dict_snapshot(PyObject* dict, Py_ssize_t* n) {
+  PyObject* snapshot;
+  Py_BEGIN_CRITICAL_SECTION(dict);
+  Py_ssize_t size = PyDict_GET_SIZE(dict), pos = 0, i = 0;
+  snapshot = PyTuple_New(2 * size);
+  PyObject *k, *v;
+  while (snapshot != NULL && i < 2 * size && PyDict_Next(dict, &pos, &k, &v)) {
+    PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(k));
+    PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(v));
+  }
+  *n = i;
+  Py_END_CRITICAL_SECTION();
+  return snapshot;
+}
+
 static int dict_to_map(PyObject* dict, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
                        int64_t* height) {
-  Py_ssize_t n = PyDict_Size(dict), pos = 0, i = 0;
-  if (n <= 16) { /* the common small dict: no allocation at all when plain */
+  if (!TVMFFI_FREE_THREADED && PyDict_Size(dict) <= 16) {
+    /* the common small dict: no allocation at all when plain */
     PyObject* items[32];
     int rc;
     if (plain_dict_to_map(dict, items, out, temps, argpos, height, &rc)) return rc;
   }
-  PyObject* snapshot = PyTuple_New(2 * n);
+  Py_ssize_t i;
+  PyObject* snapshot = dict_snapshot(dict, &i);
   if (snapshot == NULL) return -1;
-  PyObject *k, *v;
-  while (i < 2 * n && PyDict_Next(dict, &pos, &k, &v)) {
-    PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(k));
-    PyTuple_SET_ITEM(snapshot, i++, Py_NewRef(v));
-  }
   int rc = build_container("ffi.Map", &g_map_ctor, &PyTuple_GET_ITEM(snapshot, 0), i, out, temps,
                            argpos, height);
   Py_DECREF(snapshot);
@@ -439,11 +455,14 @@ static int fallback_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ss
   if (PyExceptionInstance_Check(obj)) return exception_to_any(obj, out, temps);
   /* Most programs register no handler: an empty table is not hashed into
    * (the lookup is ~130 instructions, a fifth of an opaque argument's cost). */
-  PyObject* handler = PyDict_GET_SIZE(g_opaque_ptr_handlers) == 0
-                          ? NULL
-                          : PyDict_GetItemWithError(g_opaque_ptr_handlers, (PyObject*)Py_TYPE(obj));
+  PyObject* handler = NULL; /* a strong reference: another thread may replace the entry */
+  if (PyDict_GET_SIZE(g_opaque_ptr_handlers) != 0 &&
+      tvmffi_dict_get_ref(g_opaque_ptr_handlers, (PyObject*)Py_TYPE(obj), &handler) < 0) {
+    return -1;
+  }
   if (handler != NULL) {
     PyObject* addr = PyObject_CallOneArg(handler, obj);
+    Py_DECREF(handler);
     if (addr == NULL) return -1;
     void* p = PyLong_Check(addr) ? PyLong_AsVoidPtr(addr) : NULL;
     if (!PyLong_Check(addr)) {
@@ -585,17 +604,23 @@ static struct {
   int kind;
 } g_kind_cache[KIND_CACHE_SIZE];
 
+static TVMFFIMutex g_kind_lock; /* g_kind_cache without a GIL (held for no Python code) */
+
 static int kind_of(PyTypeObject* tp) {
   size_t slot = ((uintptr_t)tp >> 4) % KIND_CACHE_SIZE;
-  unsigned int tag = tp->tp_version_tag;
-  if (g_kind_cache[slot].type == tp && g_kind_cache[slot].tag == tag && tag != 0) {
-    return g_kind_cache[slot].kind;
-  }
-  int kind = classify(tp);
-  if (kind < 0) return -1;
+  unsigned int tag = tvmffi_tag_of(tp);
+  TVMFFI_LOCK(&g_kind_lock);
+  int hit = g_kind_cache[slot].type == tp && g_kind_cache[slot].tag == tag && tag != 0;
+  int kind = g_kind_cache[slot].kind;
+  TVMFFI_UNLOCK(&g_kind_lock);
+  if (hit) return kind;
+  if ((kind = classify(tp)) < 0) return -1;
+  tag = tvmffi_type_version_tag(tp); /* read after classify: its lookups may modify */
+  TVMFFI_LOCK(&g_kind_lock);
   g_kind_cache[slot].type = tp;
-  g_kind_cache[slot].tag = tvmffi_type_version_tag(tp); /* read after classify: its lookups may modify */
+  g_kind_cache[slot].tag = tag;
   g_kind_cache[slot].kind = kind;
+  TVMFFI_UNLOCK(&g_kind_lock);
   return kind;
 }
 
@@ -676,12 +701,21 @@ static int protocol_to_any(PyObject* obj, int protocol, TVMFFIAny* out, TempList
 static PyTypeObject* g_hot_tensor_type;
 static unsigned int g_hot_tensor_tag;
 
+static TVMFFIMutex g_hot_tensor_lock; /* its writers, without a GIL */
+
+/* Readers compare the two words (each read whole) with their own type's:
+ * version tags are never reused, so a type paired with another's tag never
+ * matches, and a match is a pair that was written together. */
 static void remember_tensor_type(PyTypeObject* tp) {
-  unsigned int tag = tp->tp_version_tag;
-  if (tp == g_hot_tensor_type || tag == 0) return;
+  unsigned int tag = tvmffi_tag_of(tp);
+  if (tp == TVMFFI_RELAXED_LOAD(g_hot_tensor_type) || tag == 0) return;
   Py_INCREF(tp);
-  Py_XSETREF(g_hot_tensor_type, tp);
-  g_hot_tensor_tag = tag;
+  TVMFFI_LOCK(&g_hot_tensor_lock);
+  PyTypeObject* old = g_hot_tensor_type;
+  TVMFFI_RELAXED_STORE(g_hot_tensor_type, tp);
+  TVMFFI_RELAXED_STORE(g_hot_tensor_tag, tag);
+  TVMFFI_UNLOCK(&g_hot_tensor_lock);
+  Py_XDECREF(old);
 }
 
 /* Everything that is not an exact hot type. */
@@ -803,7 +837,8 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
   }
   /* A plain Python function (a callback argument): no protocol can apply. */
   if (tp == &PyFunction_Type) return callable_to_any(obj, out, temps);
-  if (tp == g_hot_tensor_type && tp->tp_version_tag == g_hot_tensor_tag) {
+  if (tp == TVMFFI_RELAXED_LOAD(g_hot_tensor_type) &&
+      tvmffi_tag_of(tp) == TVMFFI_RELAXED_LOAD(g_hot_tensor_tag)) {
     return tvmffi_tensor_to_any(obj, out, temps, argpos);
   }
   return convert_slow(obj, out, temps, argpos);

@@ -2,30 +2,38 @@
  * Internal declarations shared by the files of the tvmffi._core extension.
  *
  * One file per concept:
- *   module.c    module init, runtime hooks, method table
- *   any.c       the single place where Python values and TVMFFIAny convert
- *   strbytes.c  str / bytes / big-int payloads (small and heap forms)
- *   object.c    Object base type, handle ownership, type-index -> class table
- *   function.c  Function type and its vectorcall call path
+ *   module.c        module init, runtime hooks, method table
+ *   threads.c       locks for shared state without the GIL (free-threaded builds)
+ *   any.c           the single place where Python values and TVMFFIAny convert
+ *   strbytes.c      str / bytes / big-int payloads (small and heap forms)
+ *   numpy_scalar.c  NumPy scalars (float32, int8 ... uint64) read in place
+ *   object.c        Object base type, handle ownership, type-index -> class table
+ *   rvalue.c        obj._move() and the ObjectRValueRef it returns
+ *   cany.c          CAny: one owned FFI value held by Python (TypeSchema.convert)
+ *   reflection.c    reflected fields, methods, constructors, container cells
+ *   py_class.c      FFI types defined in Python (@py_class): type and field registration
+ *   function.c      Function type and its vectorcall call path; the global registry
  *   function_doc.c  a Function's __name__/__qualname__/__doc__/__signature__, lazily
- *   type_docs.c the public types' docstrings
- *   callback.c  Python callables exposed as FFI functions
- *   error.c     FFI errors <-> Python exceptions
- *   device.c    Device value type
- *   dtype.c     DataType value type
- *   tensor.c    Tensor / TensorView types; NumPy and DLPack in both directions
- *               live beside it in own_tensor.c, tensor_from_py.c, ndarray.c,
- *               dlpack.c, dlpack_export.c (map in tensor_internal.h)
- *   stream.c    the runtime's per-device environment stream
- *   interop.c   one object world with the official binding (tvm_ffi)
- *   cfunction.c Functions from raw C symbols (extern "C" safe calls, MLIR packed)
- *   framework.c a call's DLPack C exchange API: the framework's allocator
- *               during the call, its tensors in the result
- *   graph_guard.c  depth/cycle check before the runtime's recursive graph
- *               traversals (structural equal/hash/walk/map, JSON graph)
- *   teardown.c  freeing deep containers / py_class chains without deep recursion
- *   library_pin.c  a library whose loading registered globals is never unloaded
- *   stack.c     the C stack left to the calling thread (graph guard, callbacks)
+ *   type_docs.c     the public types' docstrings
+ *   cfunction.c     Functions from raw C symbols (extern "C" safe calls, MLIR packed)
+ *   callback.c      Python callables exposed as FFI functions; opaque Python objects
+ *   error.c         FFI errors <-> Python exceptions
+ *   error_object.c  the runtime's error object (ffi.Error) seen from Python
+ *   device.c        Device value type
+ *   dtype.c         dtype value type (a str subclass)
+ *   tensor/         Tensor / TensorView, NumPy and DLPack in both directions
+ *                   (tensor/internal.h maps its files; tensor/import.c is the entry)
+ *   stream.c        the runtime's per-device environment stream
+ *   interop.c       one object world with the official binding (tvm_ffi)
+ *   framework.c     a call's DLPack C exchange API: the framework's allocator
+ *                   during the call, its tensors in the result
+ *   graph_guard.c   depth/cycle check before the runtime's recursive graph
+ *                   traversals (structural equal/hash/walk/map, JSON graph)
+ *   graph_entry.c   structural_equal / structural_hash: bind, check and call in one step
+ *   teardown.c      freeing deep containers / py_class chains without deep recursion
+ *   library_probe.c a library's embedded module tree validated before the runtime loads it
+ *   library_pin.c   a library whose loading registered globals is never unloaded
+ *   stack.c         the C stack left to the calling thread (graph guard, callbacks)
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
@@ -38,6 +46,94 @@
 #endif
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
+
+/* ---- threads.c: shared state without the GIL --------------------------------- */
+/* Free-threaded CPython (3.13t+, Py_GIL_DISABLED) runs this extension with no
+ * GIL: every state shared between threads is guarded by one of these. On the
+ * default build they cost nothing (the GIL serializes the same code). */
+#if PY_VERSION_HEX < 0x030D0000 /* critical sections: 3.13+ (no-ops with a GIL) */
+#define Py_BEGIN_CRITICAL_SECTION(op) {
+#define Py_END_CRITICAL_SECTION() }
+#endif
+#ifdef Py_GIL_DISABLED
+/* A lock around a small shared cache, never held while Python code runs
+ * (lookups and stores only), so it cannot be re-entered. */
+typedef PyMutex TVMFFIMutex;
+#define TVMFFI_LOCK(m) PyMutex_Lock(m)
+#define TVMFFI_UNLOCK(m) PyMutex_Unlock(m)
+#define TVMFFI_LOAD_PTR(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
+#define TVMFFI_STORE_PTR(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+/* The stand-in Python object whose critical section guards the runtime
+ * object `h` (a List, Dict or Map, or a functor over one) or, for NULL, the
+ * runtime's global registries: one of a fixed set, chosen by address, so
+ * threads on different containers rarely meet. A critical section, unlike a
+ * plain mutex, is released while its thread waits or runs a nested one, so a
+ * callback that touches the same container cannot deadlock. */
+PyObject* tvmffi_runtime_lock(const void* h);
+#define TVMFFI_BEGIN_RUNTIME(h) Py_BEGIN_CRITICAL_SECTION(tvmffi_runtime_lock(h))
+#define TVMFFI_END_RUNTIME() Py_END_CRITICAL_SECTION()
+/* A change that may add or drop an edge of a value graph (a List or Dict
+ * element, an object's field): the object's stripe and the registries' one,
+ * which a graph check holds while the runtime walks (graph_guard.c). */
+#define TVMFFI_BEGIN_RUNTIME_CHANGE(h) \
+  Py_BEGIN_CRITICAL_SECTION2(tvmffi_runtime_lock(h), tvmffi_runtime_lock(NULL))
+#define TVMFFI_END_RUNTIME_CHANGE() Py_END_CRITICAL_SECTION2()
+#else
+typedef struct { char unused; } TVMFFIMutex;
+#define TVMFFI_LOCK(m) ((void)(m))
+#define TVMFFI_UNLOCK(m) ((void)(m))
+#define TVMFFI_LOAD_PTR(p) (p)
+#define TVMFFI_STORE_PTR(p, v) ((p) = (v))
+#define TVMFFI_BEGIN_RUNTIME(h) { (void)(h);
+#define TVMFFI_END_RUNTIME() }
+#define TVMFFI_BEGIN_RUNTIME_CHANGE(h) { (void)(h);
+#define TVMFFI_END_RUNTIME_CHANGE() }
+#endif
+int tvmffi_threads_init(PyObject* module);
+/* Words another thread may write meanwhile (without a GIL): read and written
+ * whole, never torn (relaxed atomics; plain accesses with a GIL). */
+#ifdef Py_GIL_DISABLED
+#define TVMFFI_RELAXED_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define TVMFFI_RELAXED_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#else
+#define TVMFFI_RELAXED_LOAD(x) (x)
+#define TVMFFI_RELAXED_STORE(x, v) ((x) = (v))
+#endif
+/* A lazily made global: publishes `value` (a new reference, not NULL) in
+ * *slot unless another thread already did; returns what *slot holds then
+ * (borrowed: the slot keeps it for the life of the process). */
+static inline PyObject* tvmffi_publish_once(PyObject** slot, PyObject* value) {
+#ifdef Py_GIL_DISABLED
+  PyObject* expected = NULL;
+  if (__atomic_compare_exchange_n(slot, &expected, value, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    return value;
+  }
+  Py_DECREF(value);
+  return expected;
+#else
+  *slot = value;
+  return value;
+#endif
+}
+/* A type's current version tag (CPython changes it under its own lock). */
+static inline unsigned int tvmffi_tag_of(PyTypeObject* tp) {
+  return TVMFFI_RELAXED_LOAD(tp->tp_version_tag);
+}
+#ifdef Py_GIL_DISABLED
+#define TVMFFI_FREE_THREADED 1
+#else
+#define TVMFFI_FREE_THREADED 0
+#endif
+/* PyDict_GetItemRef (3.13+): a strong reference, so another thread replacing
+ * the entry cannot free the value under the caller. 1 found, 0 not, -1 error. */
+#if PY_VERSION_HEX < 0x030D0000
+static inline int tvmffi_dict_get_ref(PyObject* d, PyObject* key, PyObject** out) {
+  *out = Py_XNewRef(PyDict_GetItemWithError(d, key));
+  return *out != NULL ? 1 : (PyErr_Occurred() ? -1 : 0);
+}
+#else
+#define tvmffi_dict_get_ref PyDict_GetItemRef
+#endif
 
 /* ---- layout accessors (c_api.h defines these only for C++) ---------------- */
 static inline void* tvmffi_cell(TVMFFIObjectHandle obj) {
@@ -332,7 +428,13 @@ int tvmffi_graph_check_object(PyObject* obj, int64_t limit, int skip_seq_ignored
  * runtime's builtins. A traversal whose callbacks run Python code checks its
  * root again when this moved (structural.py). */
 extern uint64_t tvmffi_graph_epoch;
-static inline void tvmffi_graph_mutated(void) { ++tvmffi_graph_epoch; }
+static inline void tvmffi_graph_mutated(void) {
+#ifdef Py_GIL_DISABLED
+  __atomic_fetch_add(&tvmffi_graph_epoch, 1, __ATOMIC_RELAXED);
+#else
+  ++tvmffi_graph_epoch;
+#endif
+}
 
 /* ---- stack.c: the calling thread's C stack ---------------------------------- */
 /* Bytes of this thread's stack left below the caller, less the reserve kept
@@ -369,6 +471,12 @@ typedef struct {
   int release_gil;
   int builtin_flags; /* BUILTIN_*: what a runtime builtin's calls need beyond a call */
   PyObject* dict; /* instance attributes (official Function has __dict__); NULL until used */
+#ifdef Py_GIL_DISABLED
+  /* A functor over a container (BUILTIN_LOCKED): the container whose runtime
+   * lock its calls take (threads.c); NULL for a builtin, which takes its
+   * first argument's. */
+  const void* lock_key;
+#endif
 } TVMFFIPyFunction;
 /* type_docs.c: the public types' full docstrings, set before they are readied. */
 void tvmffi_type_docs_apply(void);
@@ -384,6 +492,21 @@ int tvmffi_function_doc_init(PyObject* module);
 /* A runtime builtin that trusts its input (ffi.FromJSONGraphString): its
  * arguments pass through the vetting hook first (_set_builtin_vetting). */
 #define BUILTIN_VETS_ARGS 32
+/* Free-threaded builds: a runtime builtin (or a functor one made), whose
+ * calls hold the runtime lock of the object they work on (threads.c). */
+#define BUILTIN_LOCKED 64
+/* A runtime builtin that changes a List or Dict (ffi.ListPop as well as the
+ * HOLD_* and MUTATES_GRAPH ones): without a GIL its calls also hold the
+ * registries' lock, which a graph check and the call after it hold
+ * throughout, so no graph changes while the runtime walks it. */
+#define BUILTIN_CHANGES 128
+/* Free-threaded builds: a builtin of one container (ffi.List*, ffi.Dict*,
+ * ffi.Map*, ffi.Array*), which locks that container's stripe; every other
+ * builtin (registries, structural and JSON traversals) locks the registries'
+ * stripe, the one a graph check holds: a call made inside that check (the
+ * traversal itself) then never waits on another lock, which would suspend
+ * the check's critical section while another thread changes the graph. */
+#define BUILTIN_CONTAINER 256
 /* A runtime builtin that drops List or Dict values (set, erase, clear): what
  * it drops is held across the call (teardown.c's tvmffi_hold_dropped), so a
  * deep value's last reference is released by us, iteratively. Which values,

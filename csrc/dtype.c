@@ -121,19 +121,32 @@ static uint32_t dtype_key(DLDataType dt) {
   return (uint32_t)dt.code | ((uint32_t)dt.bits << 8) | ((uint32_t)dt.lanes << 16);
 }
 
+/* g_dtype_cache and g_like_cache without a GIL: held for a lookup or a store
+ * (no Python code), so an entry is never read half written or freed while
+ * its reference is taken. */
+static TVMFFIMutex g_cache_lock;
+
 PyObject* tvmffi_dtype_from_dl(DLDataType dt) {
   uint32_t key = dtype_key(dt);
   size_t slot = (key * 2654435761u) >> 25; /* top 7 bits: 0..127 */
+  PyObject* hit = NULL;
+  TVMFFI_LOCK(&g_cache_lock);
   if (g_dtype_cache[slot].value != NULL && g_dtype_cache[slot].key == key) {
-    return Py_NewRef(g_dtype_cache[slot].value);
+    hit = Py_NewRef(g_dtype_cache[slot].value);
   }
+  TVMFFI_UNLOCK(&g_cache_lock);
+  if (hit != NULL) return hit;
   PyObject* text = canonical_text(dt);
   if (text == NULL) return NULL;
   PyObject* self = dtype_make(&TVMFFIDataTypeType, text, dt);
   Py_DECREF(text);
   if (self == NULL) return NULL;
-  Py_XSETREF(g_dtype_cache[slot].value, Py_NewRef(self));
+  TVMFFI_LOCK(&g_cache_lock);
+  PyObject* old = g_dtype_cache[slot].value;
+  g_dtype_cache[slot].value = Py_NewRef(self);
   g_dtype_cache[slot].key = key;
+  TVMFFI_UNLOCK(&g_cache_lock);
+  Py_XDECREF(old);
   return self;
 }
 
@@ -155,7 +168,8 @@ int tvmffi_dtype_value(PyObject* value, DLDataType* out) {
  * until then no instance of it can exist. Found types are kept for the life
  * of the process in `*cache`. */
 static PyTypeObject* imported_type(const char* module, const char* attr, PyTypeObject** cache) {
-  if (*cache != NULL) return *cache;
+  PyTypeObject* known = TVMFFI_LOAD_PTR(*cache);
+  if (known != NULL) return known;
   PyObject* name = PyUnicode_FromString(module);
   PyObject* mod = name == NULL ? NULL : PyImport_GetModule(name);
   Py_XDECREF(name);
@@ -166,8 +180,7 @@ static PyTypeObject* imported_type(const char* module, const char* attr, PyTypeO
     PyErr_Clear();
     return NULL;
   }
-  *cache = (PyTypeObject*)t;
-  return *cache;
+  return (PyTypeObject*)tvmffi_publish_once((PyObject**)cache, t);
 }
 
 /* torch.dtype and numpy.dtype instances (NumPy's and ml_dtypes'), which the
@@ -193,13 +206,18 @@ static struct {
 
 int tvmffi_dtype_like_to_dl(PyObject* obj, DLDataType* out) {
   size_t slot = ((uintptr_t)obj >> 4) % LIKE_CACHE_SIZE;
-  if (g_like_cache[slot].obj == obj) {
-    *out = g_like_cache[slot].dtype;
-    return 0;
-  }
+  TVMFFI_LOCK(&g_cache_lock);
+  int hit = g_like_cache[slot].obj == obj;
+  if (hit) *out = g_like_cache[slot].dtype;
+  TVMFFI_UNLOCK(&g_cache_lock);
+  if (hit) return 0;
   if (tvmffi_dtype_value(obj, out) != 0) return -1;
-  Py_XSETREF(g_like_cache[slot].obj, Py_NewRef(obj));
+  TVMFFI_LOCK(&g_cache_lock);
+  PyObject* old = g_like_cache[slot].obj;
+  g_like_cache[slot].obj = Py_NewRef(obj);
   g_like_cache[slot].dtype = *out;
+  TVMFFI_UNLOCK(&g_cache_lock);
+  Py_XDECREF(old);
   return 0;
 }
 

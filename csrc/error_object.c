@@ -143,7 +143,12 @@ static PyObject* exception_message(PyBaseExceptionObject* b, PyObject* keyerror)
 static int fresh_exception_error(PyObject* exc, TVMFFIObjectHandle* h) {
   PyBaseExceptionObject* b = (PyBaseExceptionObject*)exc;
   if (b->traceback != NULL && b->traceback != Py_None) return 0;
-  if (b->dict != NULL && PyDict_GetItemWithError(b->dict, g_exc.ffi_error) != NULL) return 0;
+  if (b->dict != NULL) {
+    PyObject* known; /* strong references: another thread may change either dict */
+    int found = tvmffi_dict_get_ref(b->dict, g_exc.ffi_error, &known);
+    Py_XDECREF(known);
+    if (found != 0) return found > 0 ? 0 : -1;
+  }
   /* A class made at run time is keyed by its canonical weak reference, which
    * this returns without allocating while the table holds it; a built-in
    * class (immortal in effect) by itself. */
@@ -151,12 +156,15 @@ static int fresh_exception_error(PyObject* exc, TVMFFIObjectHandle* h) {
   PyObject* key = tp->tp_flags & Py_TPFLAGS_HEAPTYPE ? PyWeakref_NewRef((PyObject*)tp, NULL)
                                                       : Py_NewRef((PyObject*)tp);
   if (key == NULL) return -1;
-  PyObject* facts = PyDict_GetItemWithError(g_exc.class_facts, key);
+  PyObject* facts;
+  int found = tvmffi_dict_get_ref(g_exc.class_facts, key, &facts);
   Py_DECREF(key);
+  if (found < 0) return -1;
   if (facts == NULL || !PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) < 2) {
-    return PyErr_Occurred() ? -1 : 0;
+    Py_XDECREF(facts);
+    return 0;
   }
-  Py_INCREF(facts); /* str() below may run Python code that clears the table */
+  /* (held: str() below may run Python code that clears the table) */
   PyObject* message = exception_message(b, PyTuple_GET_ITEM(facts, 1));
   PyObject* parts[3] = {PyTuple_GET_ITEM(facts, 0), message, g_exc.empty};
   int rc = message != NULL && error_create(parts, h) == 0 ? 1 : -1;

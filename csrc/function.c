@@ -231,9 +231,65 @@ static Py_NO_INLINE PyObject* no_function_error(PyObject* self) {
   return NULL;
 }
 
+static PyObject* builtin_call_unlocked(TVMFFIPyFunction* self, PyObject* const* args,
+                                       Py_ssize_t nargs);
+static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
+                                     PyObject* kwnames);
+
+#ifdef Py_GIL_DISABLED
+/* The object a locked builtin's call works on: the functor's container, or
+ * a container builtin's first argument (the List of ffi.ListAppend), else
+ * NULL (the registries and graph traversals: BUILTIN_CONTAINER). */
+static const void* lock_key_of(TVMFFIPyFunction* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (self->lock_key != NULL) return self->lock_key;
+  if ((self->builtin_flags & BUILTIN_CONTAINER) && nargs > 0 && tvmffi_is_object(args[0])) {
+    return ((TVMFFIPyObject*)args[0])->handle;
+  }
+  return NULL;
+}
+
+static int is_container_builtin(const char* name) {
+  return strncmp(name, "ffi.List", 8) == 0 || strncmp(name, "ffi.Dict", 8) == 0 ||
+         strncmp(name, "ffi.Map", 7) == 0 || strncmp(name, "ffi.Array", 9) == 0;
+}
+
+/* Without a GIL, a builtin's call holds the runtime lock of what it works on
+ * (threads.c); a functor it returns takes the same lock on every call. */
+static PyObject* builtin_call_locked(TVMFFIPyFunction* self, PyObject* const* args,
+                                     Py_ssize_t nargs) {
+  const void* key = lock_key_of(self, args, nargs);
+  PyObject* res;
+  if (self->builtin_flags & BUILTIN_CHANGES) {
+    TVMFFI_BEGIN_RUNTIME_CHANGE(key);
+    res = builtin_call_unlocked(self, args, nargs);
+    TVMFFI_END_RUNTIME_CHANGE();
+  } else {
+    TVMFFI_BEGIN_RUNTIME(key);
+    res = builtin_call_unlocked(self, args, nargs);
+    TVMFFI_END_RUNTIME();
+  }
+  if ((self->builtin_flags & BUILTIN_FUNCTOR_KEEPS_GIL) && res != NULL &&
+      Py_TYPE(res) == &TVMFFIFunctionType) {
+    TVMFFIPyFunction* f = (TVMFFIPyFunction*)res;
+    f->lock_key = key;
+    f->builtin_flags |= BUILTIN_LOCKED;
+    f->vectorcall = function_vectorcall; /* it checks the flags */
+  }
+  return res;
+}
+#endif
+
 /* A call of a runtime builtin with BUILTIN_* flags (function_vectorcall). */
 static Py_NO_INLINE PyObject* builtin_call(TVMFFIPyFunction* self, PyObject* const* args,
                                            Py_ssize_t nargs) {
+#ifdef Py_GIL_DISABLED
+  if (self->builtin_flags & BUILTIN_LOCKED) return builtin_call_locked(self, args, nargs);
+#endif
+  return builtin_call_unlocked(self, args, nargs);
+}
+
+static PyObject* builtin_call_unlocked(TVMFFIPyFunction* self, PyObject* const* args,
+                                       Py_ssize_t nargs) {
   int builtin = self->builtin_flags;
   if (builtin & BUILTIN_VETS_ARGS) {
     PyObject* vetted = vetted_args(self, args, nargs);
@@ -325,8 +381,11 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle) {
   f->vectorcall =
       f->safe_call != NULL && f->builtin_flags == 0 ? plain_vectorcall : function_vectorcall;
   /* A guarded builtin touches shared containers: it keeps the GIL, as by name. */
-  f->release_gil = f->builtin_flags != 0 ? 0 : g_release_gil_default;
+  f->release_gil = f->builtin_flags != 0 ? 0 : TVMFFI_RELAXED_LOAD(g_release_gil_default);
   f->dict = NULL;
+#ifdef Py_GIL_DISABLED
+  f->lock_key = NULL;
+#endif
   return (PyObject*)f;
 }
 
@@ -356,7 +415,7 @@ static PyObject* function_new(PyTypeObject* type, PyObject* args, PyObject* kwar
   TVMFFIPyFunction* f = (TVMFFIPyFunction*)type->tp_alloc(type, 0);
   if (f == NULL) return NULL;
   f->vectorcall = function_vectorcall;
-  f->release_gil = g_release_gil_default;
+  f->release_gil = TVMFFI_RELAXED_LOAD(g_release_gil_default);
   return (PyObject*)f;
 }
 
@@ -466,7 +525,11 @@ PyTypeObject TVMFFIFunctionType = {
 int tvmffi_get_global(const char* name, TVMFFIObjectHandle* out) {
   TVMFFIByteArray ba = {name, strlen(name)};
   *out = NULL;
-  if (TVMFFIFunctionGetGlobal(&ba, out) != 0) {
+  int rc;
+  TVMFFI_BEGIN_RUNTIME(NULL); /* the registry another thread may be changing */
+  rc = TVMFFIFunctionGetGlobal(&ba, out);
+  TVMFFI_END_RUNTIME();
+  if (rc != 0) {
     tvmffi_raise_ffi_error();
     return -1;
   }
@@ -497,8 +560,9 @@ int tvmffi_call_global_any(const char* name, TVMFFIObjectHandle* cache, TVMFFIAn
 /* The runtime's own builtins ("ffi.*": container reads and mutations, the
  * global registry) touch state shared by every thread, which the runtime does
  * not lock: they keep the GIL, so Python threads sharing a List, Dict or the
- * registry are serialized as with Python's own list and dict. They are cheap
- * and never block, so releasing the GIL would buy nothing. */
+ * registry are serialized as with Python's own list and dict (without a GIL,
+ * by the runtime locks of threads.c: BUILTIN_LOCKED). They are cheap and
+ * never block, so releasing the GIL would buy nothing. */
 static int is_runtime_builtin(const char* name) { return strncmp(name, "ffi.", 4) == 0; }
 
 /* "ffi.*Functor" builtins return functions over the same shared state
@@ -514,21 +578,25 @@ static int makes_functor(const char* name) {
  * epoch bump when they can add an element (removing or reordering cannot make
  * a cycle or a deeper value), and the HOLD_* kind of what they drop (Pop
  * hands its value back to the caller, so it drops nothing). */
-enum { ADDS_ELEMENT = BUILTIN_MUTATES_GRAPH };
+/* BUILTIN_CHANGES: only without a GIL (with one, ffi.ListPop stays a plain call). */
+enum { DROPS = TVMFFI_FREE_THREADED ? BUILTIN_CHANGES : 0, ADDS = BUILTIN_MUTATES_GRAPH | DROPS };
 static const struct {
   const char* name;
   int flags;
 } kChanging[] = {
-    {"ffi.ListSetItem", ADDS_ELEMENT | BUILTIN_HOLD(HOLD_INDEX)},
-    {"ffi.ListReplaceSlice", ADDS_ELEMENT | BUILTIN_HOLD(HOLD_RANGE)},
-    {"ffi.DictSetItem", ADDS_ELEMENT | BUILTIN_HOLD(HOLD_KEY)},
-    {"ffi.ListAppend", ADDS_ELEMENT},
-    {"ffi.ListInsert", ADDS_ELEMENT},
-    {"ffi.ListErase", BUILTIN_HOLD(HOLD_INDEX)},
-    {"ffi.ListEraseRange", BUILTIN_HOLD(HOLD_RANGE)},
-    {"ffi.ListClear", BUILTIN_HOLD(HOLD_ALL)},
-    {"ffi.DictClear", BUILTIN_HOLD(HOLD_ALL)},
-    {"ffi.DictErase", BUILTIN_HOLD(HOLD_KEY)},
+    {"ffi.ListSetItem", ADDS | BUILTIN_HOLD(HOLD_INDEX)},
+    {"ffi.ListReplaceSlice", ADDS | BUILTIN_HOLD(HOLD_RANGE)},
+    {"ffi.DictSetItem", ADDS | BUILTIN_HOLD(HOLD_KEY)},
+    {"ffi.ListAppend", ADDS},
+    {"ffi.ListInsert", ADDS},
+    {"ffi.ListErase", DROPS | BUILTIN_HOLD(HOLD_INDEX)},
+    {"ffi.ListEraseRange", DROPS | BUILTIN_HOLD(HOLD_RANGE)},
+    {"ffi.ListClear", DROPS | BUILTIN_HOLD(HOLD_ALL)},
+    {"ffi.DictClear", DROPS | BUILTIN_HOLD(HOLD_ALL)},
+    {"ffi.DictErase", DROPS | BUILTIN_HOLD(HOLD_KEY)},
+    {"ffi.ListPop", DROPS},
+    {"ffi.ListReverse", DROPS},
+    {"ffi.ListReserve", DROPS},
 };
 
 static int container_flags(const char* name) {
@@ -555,6 +623,14 @@ static int is_vetted(const char* name) {
  * a reference to each handle, so an address in it is never reused. Built on
  * first use, and again when the vetted names change. */
 #define GUARDED_MAX 32
+/* Without a GIL a guarded builtin also takes its runtime lock, whichever way
+ * it was reached (as get_global_func's wrappers do, by name). */
+#ifdef Py_GIL_DISABLED
+#define GUARDED_LOCK_FLAGS(extra) (BUILTIN_LOCKED | (extra))
+#else
+#define GUARDED_LOCK_FLAGS(extra) 0
+#endif
+static TVMFFIMutex g_guarded_lock; /* the table without a GIL; held for no Python code */
 static struct {
   TVMFFIObjectHandle handle;
   int flags;
@@ -590,14 +666,14 @@ static void guarded_build(void) {
   while (g_guarded_count > 0) TVMFFIObjectDecRef(g_guarded[--g_guarded_count].handle);
   g_guarded_ready = 1;
   for (size_t i = 0; i < sizeof kChanging / sizeof kChanging[0]; ++i) {
-    guarded_add(kChanging[i].name, kChanging[i].flags);
+    guarded_add(kChanging[i].name, kChanging[i].flags | GUARDED_LOCK_FLAGS(BUILTIN_CONTAINER));
   }
   PyObject* names = g_vetted_names != NULL ? PySequence_List(g_vetted_names) : NULL;
   for (Py_ssize_t i = 0; names != NULL && i < PyList_GET_SIZE(names); ++i) {
     const char* name = PyUnicode_Check(PyList_GET_ITEM(names, i))
                            ? PyUnicode_AsUTF8(PyList_GET_ITEM(names, i))
                            : NULL;
-    if (name != NULL) guarded_add(name, BUILTIN_VETS_ARGS);
+    if (name != NULL) guarded_add(name, BUILTIN_VETS_ARGS | GUARDED_LOCK_FLAGS(0));
   }
   Py_XDECREF(names);
   PyErr_Clear();
@@ -606,11 +682,17 @@ static void guarded_build(void) {
 
 /* The BUILTIN_* flags of the builtin `handle` is, or 0. */
 static int guarded_flags(TVMFFIObjectHandle handle) {
+  int flags = 0;
+  TVMFFI_LOCK(&g_guarded_lock);
   if (!g_guarded_ready) guarded_build();
   for (int i = 0; i < g_guarded_count; ++i) {
-    if (g_guarded[i].handle == handle) return g_guarded[i].flags;
+    if (g_guarded[i].handle == handle) {
+      flags = g_guarded[i].flags;
+      break;
+    }
   }
-  return 0;
+  TVMFFI_UNLOCK(&g_guarded_lock);
+  return flags;
 }
 
 /* _set_builtin_vetting(hook, names): calls of the builtins `names` (from now on
@@ -625,7 +707,9 @@ static PyObject* py_set_builtin_vetting(PyObject* self, PyObject* args) {
   }
   Py_XSETREF(g_vet_hook, Py_NewRef(hook));
   Py_XSETREF(g_vetted_names, Py_NewRef(names));
+  TVMFFI_LOCK(&g_guarded_lock);
   g_guarded_ready = 0; /* the guarded handles, with these names */
+  TVMFFI_UNLOCK(&g_guarded_lock);
   Py_RETURN_NONE;
 }
 
@@ -643,6 +727,10 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
       ((TVMFFIPyFunction*)f)->builtin_flags |=
           (makes_functor(name) ? BUILTIN_FUNCTOR_KEEPS_GIL : 0) | container_flags(name) |
           (is_vetted(name) ? BUILTIN_VETS_ARGS : 0);
+#ifdef Py_GIL_DISABLED
+      ((TVMFFIPyFunction*)f)->builtin_flags |=
+          BUILTIN_LOCKED | (is_container_builtin(name) ? BUILTIN_CONTAINER : 0); /* no GIL */
+#endif
       ((TVMFFIPyFunction*)f)->vectorcall = function_vectorcall; /* it checks the flags */
     }
     return f;
@@ -684,7 +772,11 @@ static PyObject* py_register_global_func(PyObject* self, PyObject* args) {
   TVMFFIObjectHandle h;
   if (handle_for(func, &h) != 0) return NULL;
   TVMFFIByteArray ba = {name, (size_t)name_len};
-  if (TVMFFIFunctionSetGlobal(&ba, h, override) != 0) {
+  int rc;
+  TVMFFI_BEGIN_RUNTIME(NULL); /* the registry another thread may be reading */
+  rc = TVMFFIFunctionSetGlobal(&ba, h, override);
+  TVMFFI_END_RUNTIME();
+  if (rc != 0) {
     TVMFFIObjectDecRef(h);
     return tvmffi_raise_ffi_error();
   }
@@ -695,7 +787,7 @@ static PyObject* py_set_release_gil_default(PyObject* self, PyObject* flag) {
   (void)self;
   int v = PyObject_IsTrue(flag);
   if (v < 0) return NULL;
-  g_release_gil_default = v;
+  TVMFFI_RELAXED_STORE(g_release_gil_default, v);
   Py_RETURN_NONE;
 }
 

@@ -27,13 +27,13 @@ typedef struct {
 static PyObject* g_describe = NULL;
 
 static PyObject* describe_helper(void) {
-  if (g_describe == NULL) {
-    PyObject* mod = PyImport_ImportModule("tvmffi._function_doc");
-    if (mod == NULL) return NULL;
-    g_describe = PyObject_GetAttrString(mod, "describe");
-    Py_DECREF(mod);
-  }
-  return g_describe;
+  PyObject* known = TVMFFI_LOAD_PTR(g_describe);
+  if (known != NULL) return known;
+  PyObject* mod = PyImport_ImportModule("tvmffi._function_doc");
+  if (mod == NULL) return NULL;
+  PyObject* describe = PyObject_GetAttrString(mod, "describe");
+  Py_DECREF(mod);
+  return describe == NULL ? NULL : tvmffi_publish_once(&g_describe, describe);
 }
 
 /* The descriptors are reachable as Function.__dict__[name] and may be handed
@@ -50,11 +50,11 @@ static PyObject* docattr_get(PyObject* self, PyObject* obj, PyObject* type) {
   PyObject* key = ((DocAttr*)self)->name;
   if (obj == NULL) Py_RETURN_NONE; /* on the class: no signature of its own to give */
   if (check_function(self, obj) != 0) return NULL;
-  PyObject* dict = ((TVMFFIPyFunction*)obj)->dict;
+  PyObject* dict = TVMFFI_LOAD_PTR(((TVMFFIPyFunction*)obj)->dict);
   if (dict != NULL) {
-    PyObject* cached = PyDict_GetItemWithError(dict, key);
-    if (cached != NULL) return Py_NewRef(cached);
-    if (PyErr_Occurred()) return NULL;
+    PyObject* cached; /* a strong reference: another thread may replace the entry */
+    int found = tvmffi_dict_get_ref(dict, key, &cached);
+    if (found != 0) return found > 0 ? cached : NULL;
   }
   PyObject* describe = describe_helper();
   return describe == NULL ? NULL : PyObject_CallFunctionObjArgs(describe, obj, key, NULL);

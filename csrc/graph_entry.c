@@ -2,8 +2,9 @@
  * Native entry points over the runtime's recursive graph functions
  * (structural_equal, structural_hash): one C step binds the Python arguments
  * to the parameters, checks the graph arguments (graph_guard.c) and calls the
- * runtime function with the GIL held. No other thread can change a checked
- * value before the runtime walks it, and no Python frame, generic call layer
+ * runtime function with the GIL held (without a GIL: the registries' runtime
+ * lock, which every List/Dict change takes too). No other thread can change a
+ * checked value before the runtime walks it, and no Python frame, generic call layer
  * or result post-processing in Python sits on the path.
  *
  *   _graph_entry(name, fn, bytes_per_level, skip_seq_ignored, checked, names, defaults, result)
@@ -170,13 +171,19 @@ static PyObject* entry_vectorcall(PyObject* self, PyObject* const* args, size_t 
   /* Everything that may run Python code (converting the graph arguments,
    * packing the others) comes first; then the checks, the packing of the
    * checked values (objects and plain scalars: no Python code) and the call. */
-  if (hold(e, bound, held, &made, &direct) != 0 || pack(e, held, direct, packed, &temps, 0) != 0 ||
-      check_graphs(e, held, direct) != 0 || pack(e, held, direct, packed, &temps, 1) != 0) {
+  if (hold(e, bound, held, &made, &direct) != 0 || pack(e, held, direct, packed, &temps, 0) != 0) {
     goto done;
   }
   TVMFFIAny out;
-  /* With the GIL held: no other thread may change a checked value meanwhile. */
-  if (tvmffi_call_packed(fn, packed, e->nparams, &temps, 0, &out) != 0) goto done;
+  int rc;
+  /* With the GIL held, or without one the registries' runtime lock that every
+   * change of a List or Dict takes too (BUILTIN_CHANGES): no other thread may
+   * change a checked value before the call is over. */
+  TVMFFI_BEGIN_RUNTIME(NULL);
+  rc = check_graphs(e, held, direct) != 0 || pack(e, held, direct, packed, &temps, 1) != 0 ||
+       tvmffi_call_packed(fn, packed, e->nparams, &temps, 0, &out) != 0;
+  TVMFFI_END_RUNTIME();
+  if (rc) goto done;
   res = result_to_py(e, &out, temps.dlpack_api);
 done:
   temps_release(&temps);

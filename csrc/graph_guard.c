@@ -577,7 +577,7 @@ uint64_t tvmffi_graph_epoch;
 static PyObject* py_graph_epoch(PyObject* m, PyObject* unused) {
   (void)m;
   (void)unused;
-  return PyLong_FromUnsignedLongLong(tvmffi_graph_epoch);
+  return PyLong_FromUnsignedLongLong(__atomic_load_n(&tvmffi_graph_epoch, __ATOMIC_RELAXED));
 }
 
 /* _graph_height(obj): the height recorded in obj's wrapper, 0 when not known. */
@@ -633,7 +633,13 @@ int tvmffi_graph_check_object(PyObject* obj, int64_t limit, int skip_ignored) {
   if (h == NULL) return -1;
   if (self->graph_height > 0 && self->graph_height <= limit) return 0;
   int64_t height;
-  if (check_handle(h, limit, skip_ignored, &height) != 0) return -1;
+  int rc;
+  /* Without a GIL: the lock every change of a List or Dict takes too (and
+   * that guards g_plans), so the graph holds still while it is walked. */
+  TVMFFI_BEGIN_RUNTIME(NULL);
+  rc = check_handle(h, limit, skip_ignored, &height);
+  TVMFFI_END_RUNTIME();
+  if (rc != 0) return -1;
   self->graph_height = height;
   return 0;
 }
@@ -727,10 +733,12 @@ static PyObject* py_graph_call(PyObject* m, PyObject* const* args, Py_ssize_t na
     if (call_args[made] == NULL) goto done;
   }
   int64_t limit = tvmffi_graph_limit(per_level);
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    if ((checked >> i) & 1 && tvmffi_graph_check(call_args[i], limit, skip) != 0) goto done;
-  }
-  result = PyObject_Vectorcall(args[0], call_args, (size_t)n, NULL);
+  /* Without a GIL the same step holds the lock every List or Dict change takes. */
+  TVMFFI_BEGIN_RUNTIME(NULL);
+  Py_ssize_t i = 0;
+  while (i < n && !((checked >> i) & 1 && tvmffi_graph_check(call_args[i], limit, skip) != 0)) ++i;
+  if (i == n) result = PyObject_Vectorcall(args[0], call_args, (size_t)n, NULL);
+  TVMFFI_END_RUNTIME();
 done:
   for (Py_ssize_t i = 0; i < made; ++i) Py_DECREF(call_args[i]);
   return result;

@@ -7,13 +7,13 @@
 static PyObject* g_void_p;
 
 PyObject* tvmffi_ctypes_void_p(void) {
-  if (g_void_p == NULL) {
-    PyObject* ctypes = PyImport_ImportModule("ctypes");
-    if (ctypes == NULL) return NULL;
-    g_void_p = PyObject_GetAttrString(ctypes, "c_void_p");
-    Py_DECREF(ctypes);
-  }
-  return g_void_p;
+  PyObject* known = TVMFFI_LOAD_PTR(g_void_p);
+  if (known != NULL) return known;
+  PyObject* ctypes = PyImport_ImportModule("ctypes");
+  if (ctypes == NULL) return NULL;
+  PyObject* void_p = PyObject_GetAttrString(ctypes, "c_void_p");
+  Py_DECREF(ctypes);
+  return void_p == NULL ? NULL : tvmffi_publish_once(&g_void_p, void_p);
 }
 
 static PyObject* py_tvm_ffi_version(PyObject* self, PyObject* unused) {
@@ -84,7 +84,9 @@ PyMODINIT_FUNC PyInit__core(void) {
   tvmffi_type_docs_apply();
   PyObject* m = PyModule_Create(&core_module);
   if (m == NULL) return NULL;
-  if (tvmffi_object_init_types(m) < 0 || tvmffi_function_init_types(m) < 0 ||
+  /* threads.c first: every other part may take a runtime lock. */
+  if (tvmffi_threads_init(m) < 0 || tvmffi_object_init_types(m) < 0 ||
+      tvmffi_function_init_types(m) < 0 ||
       tvmffi_function_doc_init(m) < 0 ||
       tvmffi_device_init_types(m) < 0 || tvmffi_dtype_init_types(m) < 0 ||
       tvmffi_reflection_init(m) < 0 || tvmffi_graph_guard_init(m) < 0 ||

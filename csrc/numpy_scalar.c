@@ -117,10 +117,12 @@ static int scalar_agrees(PyObject* obj, NumpyScalarKind kind) {
 static int g_state[NPS_COUNT];
 
 int tvmffi_numpy_scalar_to_any(PyObject* obj, NumpyScalarKind kind, TVMFFIAny* out) {
-  if (g_state[kind] == 0) {
+  int state = TVMFFI_RELAXED_LOAD(g_state[kind]); /* threads checking at once agree */
+  if (state == 0) {
     int agrees = scalar_agrees(obj, kind);
     if (agrees < 0) return -1;
-    g_state[kind] = agrees ? 1 : -1;
+    state = agrees ? 1 : -1;
+    TVMFFI_RELAXED_STORE(g_state[kind], state);
   }
-  return g_state[kind] > 0 && scalar_read(obj, kind, out);
+  return state > 0 && scalar_read(obj, kind, out);
 }

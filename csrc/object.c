@@ -67,15 +67,40 @@ typedef struct {
   PyTypeObject* cls;
   CreationKind kind;
 } ResolvedClass;
+#ifndef Py_GIL_DISABLED
 static ResolvedClass* g_resolved;
+#endif
 static int32_t g_resolved_cap;
 
+/* Classes replaced in or dropped from g_registered. Without a GIL another
+ * thread may still be wrapping a result in one it read from g_resolved a
+ * moment before, so they are kept for the life of the process (only classes
+ * registered again or replaced; NULL with a GIL). */
+static PyObject* g_retired;
+
+/* The registered class of a type index, borrowed: g_registered (or, without a
+ * GIL, g_retired once it is replaced) keeps it alive. */
 static PyTypeObject* registered_class(int32_t type_index) {
   PyObject* key = PyLong_FromLong(type_index);
   if (key == NULL) return NULL;
-  PyObject* cls = PyDict_GetItemWithError(g_registered, key);
+  PyObject* cls;
+  int found = tvmffi_dict_get_ref(g_registered, key, &cls);
   Py_DECREF(key);
-  return (PyTypeObject*)cls;
+  Py_XDECREF(cls); /* still held by g_registered / g_retired */
+  return found > 0 ? (PyTypeObject*)cls : NULL;
+}
+
+/* Before g_registered[key] is replaced or deleted: without a GIL its class
+ * joins g_retired. 0, or -1 with an error. */
+static int retire_registered(PyObject* key) {
+  if (!TVMFFI_FREE_THREADED) return 0;
+  PyObject* old;
+  int found = tvmffi_dict_get_ref(g_registered, key, &old);
+  if (found <= 0) return found;
+  int rc = g_retired != NULL || (g_retired = PyList_New(0)) != NULL ? PyList_Append(g_retired, old)
+                                                                    : -1;
+  Py_DECREF(old);
+  return rc;
 }
 
 /* Type index of the nearest class in cls's MRO that is registered for a
@@ -136,12 +161,70 @@ static PyTypeObject* resolve_class(int32_t type_index) {
                                      : subclass_for(type_index, &TVMFFIObjectType);
 }
 
+static CreationKind creation_kind(PyTypeObject* cls);
+
+#ifdef Py_GIL_DISABLED
+/* Without a GIL the table is read by threads while another grows or clears
+ * it: each entry is one word (the class, its kind in the low bits: type
+ * objects are aligned), a grown table is published whole (entries, then the
+ * capacity) and the old one is never freed (the tables, doubling, add up to
+ * less than the last one), and writers take g_resolved_lock. */
+static uintptr_t* g_resolved_words;
+static PyMutex g_resolved_lock;
+
+static int resolved_get(int32_t type_index, ResolvedClass* out) {
+  int32_t cap = __atomic_load_n(&g_resolved_cap, __ATOMIC_ACQUIRE);
+  if ((uint32_t)type_index >= (uint32_t)cap) return 0;
+  uintptr_t* words = __atomic_load_n(&g_resolved_words, __ATOMIC_ACQUIRE);
+  uintptr_t w = __atomic_load_n(&words[type_index], __ATOMIC_RELAXED);
+  out->cls = (PyTypeObject*)(w & ~(uintptr_t)3);
+  out->kind = (CreationKind)(w & 3);
+  return w != 0;
+}
+
+static void forget_resolved(void) {
+  PyMutex_Lock(&g_resolved_lock);
+  for (int32_t i = 0; i < g_resolved_cap; ++i) {
+    __atomic_store_n(&g_resolved_words[i], 0, __ATOMIC_RELAXED);
+  }
+  PyMutex_Unlock(&g_resolved_lock);
+}
+
+static int cache_class(int32_t type_index, ResolvedClass resolved) {
+  int rc = 0;
+  PyMutex_Lock(&g_resolved_lock);
+  if (type_index >= g_resolved_cap) {
+    int32_t cap = g_resolved_cap ? g_resolved_cap : 256;
+    while (cap <= type_index) cap *= 2;
+    uintptr_t* table = PyMem_RawCalloc((size_t)cap, sizeof(uintptr_t));
+    if (table == NULL) {
+      rc = -1;
+    } else {
+      if (g_resolved_cap) memcpy(table, g_resolved_words, sizeof(uintptr_t) * (size_t)g_resolved_cap);
+      __atomic_store_n(&g_resolved_words, table, __ATOMIC_RELEASE);
+      __atomic_store_n(&g_resolved_cap, cap, __ATOMIC_RELEASE);
+    }
+  }
+  if (rc == 0) {
+    __atomic_store_n(&g_resolved_words[type_index], (uintptr_t)resolved.cls | resolved.kind,
+                     __ATOMIC_RELAXED);
+  }
+  PyMutex_Unlock(&g_resolved_lock);
+  return rc;
+}
+#else
+static int resolved_get(int32_t type_index, ResolvedClass* out) {
+  if (type_index < 0 || type_index >= g_resolved_cap || g_resolved[type_index].cls == NULL) {
+    return 0;
+  }
+  *out = g_resolved[type_index];
+  return 1;
+}
+
 /* Registering or dropping a class can change how any type resolves. */
 static void forget_resolved(void) {
   if (g_resolved) memset(g_resolved, 0, sizeof(ResolvedClass) * (size_t)g_resolved_cap);
 }
-
-static CreationKind creation_kind(PyTypeObject* cls);
 
 static int cache_class(int32_t type_index, ResolvedClass resolved) {
   if (type_index >= g_resolved_cap) {
@@ -156,12 +239,12 @@ static int cache_class(int32_t type_index, ResolvedClass resolved) {
   g_resolved[type_index] = resolved;
   return 0;
 }
+#endif
 
 /* Class of a type index and its creation kind; cls is NULL on error. */
 static ResolvedClass class_for(int32_t type_index) {
-  if (type_index >= 0 && type_index < g_resolved_cap && g_resolved[type_index].cls != NULL) {
-    return g_resolved[type_index];
-  }
+  ResolvedClass known;
+  if (resolved_get(type_index, &known)) return known;
   ResolvedClass resolved = {resolve_class(type_index), CREATE_ALLOC};
   if (resolved.cls != NULL) {
     resolved.kind = creation_kind(resolved.cls);
@@ -180,21 +263,23 @@ PyObject* tvmffi_register_object_class(PyObject* self, PyObject* args) {
     PyErr_Format(PyExc_TypeError, "%R is not a subclass of tvmffi.Object", cls);
     return NULL;
   }
-  PyObject* key = PyLong_FromLong(type_index);
-  if (key == NULL || PyDict_SetItem(g_registered, key, cls) != 0) {
-    Py_XDECREF(key);
-    return NULL;
-  }
-  Py_DECREF(key);
   /* Reflected names are installed on registered classes, so they can take the
    * generic attribute path, which CPython specializes (LOAD_METHOD calls a
    * method descriptor without binding it). A class resolving names itself
-   * (__tvm_ffi_getattr__) keeps the reflection fallback. */
+   * (__tvm_ffi_getattr__) keeps the reflection fallback. Changed before the
+   * class is published in g_registered: a thread that finds it there (under
+   * the dict's lock without a GIL) sees the change. */
   PyTypeObject* tp = (PyTypeObject*)cls;
   if (tp->tp_getattro == object_getattro && !PyObject_HasAttrString(cls, "__tvm_ffi_getattr__")) {
     tp->tp_getattro = PyObject_GenericGetAttr;
     PyType_Modified(tp);
   }
+  PyObject* key = PyLong_FromLong(type_index);
+  if (key == NULL || retire_registered(key) != 0 || PyDict_SetItem(g_registered, key, cls) != 0) {
+    Py_XDECREF(key);
+    return NULL;
+  }
+  Py_DECREF(key);
   forget_resolved();
   Py_RETURN_NONE;
 }
@@ -205,7 +290,7 @@ PyObject* tvmffi_unregister_object_class(PyObject* self, PyObject* arg) {
     PyErr_SetString(PyExc_TypeError, "unregister_object_class expects a type index");
     return NULL;
   }
-  if (PyDict_DelItem(g_registered, arg) != 0) return NULL;
+  if (retire_registered(arg) != 0 || PyDict_DelItem(g_registered, arg) != 0) return NULL;
   forget_resolved();
   Py_RETURN_NONE;
 }
@@ -311,10 +396,17 @@ static Py_NO_INLINE PyObject* wrap_resolving(TVMFFIObjectHandle handle, int32_t 
 PyObject* tvmffi_object_wrap_typed(TVMFFIObjectHandle handle, int32_t type_index) {
   /* The call-rate path: a result of an already resolved, plain class (a
    * zeroed, unresolved entry is never CREATE_PLAIN). */
+#ifdef Py_GIL_DISABLED
+  ResolvedClass known;
+  if (resolved_get(type_index, &known) && known.kind == CREATE_PLAIN) {
+    return new_plain(known.cls, handle);
+  }
+#else
   if ((uint32_t)type_index < (uint32_t)g_resolved_cap &&
       g_resolved[type_index].kind == CREATE_PLAIN) {
     return new_plain(g_resolved[type_index].cls, handle);
   }
+#endif
   return wrap_resolving(handle, type_index);
 }
 
@@ -590,7 +682,7 @@ int tvmffi_object_init_types(PyObject* module) {
 /* The version tag of `tp`, assigned now when it has none yet (0 when it
  * cannot be): per-type caches (any.c, tensor/import.c) key on it. */
 unsigned int tvmffi_type_version_tag(PyTypeObject* tp) {
-  if (tp->tp_version_tag == 0) {
+  if (tvmffi_tag_of(tp) == 0) {
 #if PY_VERSION_HEX >= 0x030C0000
     PyUnstable_Type_AssignVersionTag(tp);
 #else
@@ -603,5 +695,5 @@ unsigned int tvmffi_type_version_tag(PyTypeObject* tp) {
     }
 #endif
   }
-  return tp->tp_version_tag;
+  return tvmffi_tag_of(tp);
 }

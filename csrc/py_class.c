@@ -171,7 +171,10 @@ static PyObject* py_alloc_type(PyObject* self, PyObject* args) {
   }
   TVMFFIByteArray k;
   if (key_arg(key, &k) != 0) return NULL;
-  int32_t index = TVMFFITypeGetOrAllocIndex(&k, -1, pinfo->type_depth + 1, 0, 1, parent);
+  int32_t index;
+  TVMFFI_BEGIN_RUNTIME(NULL); /* the type table, which the runtime does not lock */
+  index = TVMFFITypeGetOrAllocIndex(&k, -1, pinfo->type_depth + 1, 0, 1, parent);
+  TVMFFI_END_RUNTIME();
   if (index < 0) return tvmffi_raise_ffi_error();
   return PyLong_FromLong(index);
 }

@@ -76,8 +76,10 @@ static Py_NO_INLINE int field_handle_slow(FieldProperty* self, PyObject* obj, TV
   if (obj_handle(obj, out) != 0) return -1;
   int32_t ti = tvmffi_type_index_of(*out);
   if (!has_field(self, ti)) return field_type_error(self, *out);
-  self->checked_tag = Py_TYPE(obj)->tp_version_tag;
-  self->checked_index = ti;
+  /* Two words, each written whole: a reader pairing one with the other's old
+   * value still sees a class and a type that passed has_field. */
+  TVMFFI_RELAXED_STORE(self->checked_tag, tvmffi_tag_of(Py_TYPE(obj)));
+  TVMFFI_RELAXED_STORE(self->checked_index, ti);
   return 0;
 }
 
@@ -89,12 +91,12 @@ static Py_NO_INLINE int field_handle_slow(FieldProperty* self, PyObject* obj, TV
  * of equal layout), so the handle's type index is compared on every access:
  * the declaring type and the last subtype seen pass without a lookup. */
 static inline int field_handle(FieldProperty* self, PyObject* obj, TVMFFIObjectHandle* out) {
-  unsigned int tag = Py_TYPE(obj)->tp_version_tag;
-  if (tag != 0 && tag == self->checked_tag) {
+  unsigned int tag = tvmffi_tag_of(Py_TYPE(obj));
+  if (tag != 0 && tag == TVMFFI_RELAXED_LOAD(self->checked_tag)) {
     TVMFFIObjectHandle h = ((TVMFFIPyObject*)obj)->handle;
     if (h != NULL) {
       int32_t ti = tvmffi_type_index_of(h);
-      if (ti == self->type_index || ti == self->checked_index) {
+      if (ti == self->type_index || ti == TVMFFI_RELAXED_LOAD(self->checked_index)) {
         *out = h;
         return 0;
       }
@@ -105,7 +107,12 @@ static inline int field_handle(FieldProperty* self, PyObject* obj, TVMFFIObjectH
 
 static PyObject* field_read(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h) {
   TVMFFIAny result = {.type_index = kTVMFFINone};
-  if (f->getter((char*)h + f->offset, &result) != 0) return tvmffi_raise_ffi_error();
+  int rc;
+  /* Without a GIL: another thread's write cannot drop the value being taken. */
+  TVMFFI_BEGIN_RUNTIME(h);
+  rc = f->getter((char*)h + f->offset, &result);
+  TVMFFI_END_RUNTIME();
+  if (rc != 0) return tvmffi_raise_ffi_error();
   return tvmffi_any_to_py_owned(&result);
 }
 
@@ -132,8 +139,10 @@ static int field_write(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h, PyObject*
   }
   void* ptr = (char*)h + f->offset;
   TVMFFIAny old;
-  field_hold_old(f, h, &old);
   int rc;
+  /* Without a GIL: one write at a time, no reader mid-way, no graph walk. */
+  TVMFFI_BEGIN_RUNTIME_CHANGE(h);
+  field_hold_old(f, h, &old);
   if (f->flags & kTVMFFIFieldFlagBitSetterIsFunctionObj) {
     TVMFFIAny args[2];
     args[0].type_index = kTVMFFIOpaquePtr;
@@ -146,6 +155,7 @@ static int field_write(const TVMFFIFieldInfo* f, TVMFFIObjectHandle h, PyObject*
   } else {
     rc = ((TVMFFIFieldSetter)f->setter)(ptr, &arg);
   }
+  TVMFFI_END_RUNTIME_CHANGE();
   temps_release(&temps);
   tvmffi_any_release(&old);
   tvmffi_graph_mutated();
@@ -593,7 +603,30 @@ static PyObject* py_seq_size(PyObject* m, PyObject* obj) {
   (void)m;
   TVMFFISeqCell* c;
   if (seq_cell(obj, &c) != 0) return NULL;
-  return PyLong_FromLongLong(c->size);
+  int64_t size;
+  TVMFFI_BEGIN_RUNTIME(((TVMFFIPyObject*)obj)->handle); /* a List another thread may resize */
+  size = c->size;
+  TVMFFI_END_RUNTIME();
+  return PyLong_FromLongLong(size);
+}
+
+/* Element `i` of a sequence (negative: from the end) as an owned Any, read
+ * under the runtime lock of the sequence: another thread's ffi.ListSetItem
+ * cannot free it, or a resize move it, while it is taken. 0, or -1 with
+ * IndexError. */
+static int seq_take(PyObject* seq, TVMFFISeqCell* c, Py_ssize_t i, TVMFFIAny* out) {
+  int rc = 0;
+  TVMFFI_BEGIN_RUNTIME(((TVMFFIPyObject*)seq)->handle);
+  if (i < 0) i += (Py_ssize_t)c->size;
+  if (i < 0 || i >= (Py_ssize_t)c->size) {
+    rc = -1;
+  } else {
+    *out = ((TVMFFIAny*)c->data)[i];
+    if (out->type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectIncRef(out->v_obj);
+  }
+  TVMFFI_END_RUNTIME();
+  if (rc != 0) PyErr_SetString(PyExc_IndexError, "index out of range");
+  return rc;
 }
 
 static PyObject* py_seq_getitem(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
@@ -606,18 +639,21 @@ static PyObject* py_seq_getitem(PyObject* m, PyObject* const* args, Py_ssize_t n
   if (seq_cell(args[0], &c) != 0) return NULL;
   Py_ssize_t i = PyNumber_AsSsize_t(args[1], PyExc_IndexError);
   if (i == -1 && PyErr_Occurred()) return NULL;
+  const DLPackExchangeAPI* api = ((TVMFFIPyObject*)args[0])->dlpack_api;
+#ifndef Py_GIL_DISABLED
+  /* With the GIL no other thread changes the sequence while it is read. */
   if (i < 0) i += (Py_ssize_t)c->size;
   if (i < 0 || i >= (Py_ssize_t)c->size) {
     PyErr_SetString(PyExc_IndexError, "index out of range");
     return NULL;
   }
   const TVMFFIAny* item = &((TVMFFIAny*)c->data)[i];
-  const DLPackExchangeAPI* api = ((TVMFFIPyObject*)args[0])->dlpack_api;
   if (api == NULL) return tvmffi_any_to_py_borrowed(item);
+#endif
   /* A container from a framework's call: its tensors as the framework's. */
-  TVMFFIAny owned = *item;
-  if (owned.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectIncRef(owned.v_obj);
-  return tvmffi_any_to_py_framework(&owned, api);
+  TVMFFIAny owned;
+  if (seq_take(args[0], c, i, &owned) != 0) return NULL;
+  return tvmffi_any_to_py_result(&owned, api);
 }
 
 /* Call a function handle with AnyView arguments; the result is owned. */

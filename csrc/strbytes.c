@@ -206,6 +206,7 @@ PyTypeObject TVMFFIStringType = {
     .tp_getset = string_getset,
 };
 
+#if PY_VERSION_HEX < 0x030E0000 /* ascii_string_new and its test: 3.10-3.13 str layout */
 /* Whether all `n` bytes are ASCII, a word at a time. */
 static int all_ascii(const char* p, size_t n) {
   uint64_t acc = 0;
@@ -219,7 +220,6 @@ static int all_ascii(const char* p, size_t n) {
   return (acc & 0x8080808080808080ULL) == 0;
 }
 
-#if PY_VERSION_HEX < 0x030E0000
 /* An ASCII String built directly in the layout str.__new__ gives instances
  * of str subclasses (CPython 3.10-3.13 "non-compact" str: the header, then a
  * separately allocated character buffer that is also the UTF-8 form, freed by

@@ -681,7 +681,10 @@ def test_stateless_subclass_dealloc_keeps_type_refcount_and_finalizers() -> None
             ref = weakref.ref(obj)
             del obj
             assert ref() is None
-        assert sys.getrefcount(cls) == before
+        # A free-threaded build counts a heap type's references per thread (and
+        # getrefcount reads only the shared count): exact with a GIL only.
+        if getattr(sys, "_is_gil_enabled", lambda: True)():
+            assert sys.getrefcount(cls) == before
     assert len(finalized) == 1000
     keep = Slotted.__new__(Slotted)
     inner = Array([3])

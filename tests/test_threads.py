@@ -249,3 +249,188 @@ def test_classes_registered_while_objects_of_unregistered_types_are_made() -> No
     finally:  # TestIntPair's own class back for the other tests
         tvmffi.register_object("testing.TestIntPair")(testing.TestIntPair)
     assert type(testing.make_unregistered_object()).__name__ == "TestUnregisteredObject"
+
+
+# ---- eight threads at once (the free-threaded build runs them truly in parallel) ----
+EIGHT = 8
+BIG = 10**12  # ints above 2**30: each store makes a new object and frees the old one
+
+
+def test_python_list_mutated_while_converted() -> None:
+    # A list argument was converted from its borrowed items: without a GIL another thread
+    # replacing an item freed it under the conversion (segfaults in seq_to_array).
+    lst: list[int | float] = [BIG + i for i in range(64)]
+    done = threading.Event()
+
+    def writer() -> None:
+        try:
+            for i in range(ROUNDS * 20):
+                # a new object each store, the old one freed (its memory soon another's)
+                lst[i % 64] = BIG + i if i % 3 else float(i)
+                if i % 8 == 0:
+                    lst.append(BIG + i)
+                    del lst[-1]
+        finally:
+            done.set()
+
+    def reader() -> None:
+        while not done.is_set():
+            got = testing.echo(lst)
+            assert len(got) in (64, 65), len(got)
+            assert all((type(v) is int and v >= BIG) or type(v) is float for v in got), got
+
+    start_together([writer] + [reader] * (EIGHT - 1))
+
+
+def test_python_dict_mutated_while_converted() -> None:
+    d: dict[int, int] = {i: BIG + i for i in range(16)}
+    done = threading.Event()
+
+    def writer() -> None:
+        try:
+            for i in range(ROUNDS * 4):
+                d[i % 16] = BIG + i
+                d[100] = BIG
+                del d[100]
+        finally:
+            done.set()
+
+    def reader() -> None:
+        while not done.is_set():
+            got = dict(testing.echo(d).items())
+            assert set(got) - {100} == set(range(16)), sorted(got)
+            assert all(type(v) is int and v >= BIG for v in got.values())
+
+    start_together([writer] + [reader] * (EIGHT - 1))
+
+
+def test_one_runtime_list_shared_by_eight_threads() -> None:
+    lst = tvmffi.List()
+    per = 400
+
+    def body(t: int) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(per):
+                lst.append(t * per + i)
+                last = lst[len(lst) - 1]
+                assert type(last) is int
+                lst[i % len(lst)] = lst[i % len(lst)]  # drops and stores one element
+                if i % 40 == 0:
+                    assert all(type(v) is int for v in lst)
+                    assert all(type(v) is int for v in testing.echo(lst))
+
+        return run
+
+    start_together([body(t) for t in range(EIGHT)])
+    assert sorted(lst) == list(range(EIGHT * per))
+
+
+def test_one_runtime_dict_and_map_shared_by_eight_threads() -> None:
+    d = tvmffi.Dict()
+    m = tvmffi.Map({i: str(i) for i in range(32)})
+    per = 300
+
+    def body(t: int) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(per):
+                key = t * per + i
+                d[key] = key * 2
+                assert d[key] == key * 2
+                if i % 2:
+                    assert d.pop(key) == key * 2
+                assert m[i % 32] == str(i % 32)
+                if i % 50 == 0:
+                    assert all(v == k * 2 for k, v in list(d.items()))
+                    assert sorted(m.keys()) == list(range(32))
+
+        return run
+
+    start_together([body(t) for t in range(EIGHT)])
+    assert sorted(d.keys()) == [t * per + i for t in range(EIGHT) for i in range(0, per, 2)]
+
+
+def test_attribute_caches_from_eight_threads() -> None:
+    # One field read on objects of two FFI types (the base class's field on a derived
+    # object) from every thread: the per-field check cache flips between them.
+    def body(t: int) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(ROUNDS):
+                make = testing.create_object
+                base = make("testing.TestObjectBase", v_i64=i, v_f64=0.5, v_str="b")
+                derived = make("testing.TestObjectDerived", v_i64=-i, v_f64=1.5, v_str="d",
+                               v_map={}, v_array=[])  # fmt: skip
+                assert base.v_i64 == i and derived.v_i64 == -i
+                assert base.v_str == "b" and derived.v_str == "d"
+                pair = testing.TestIntPair(t, i)
+                assert (pair.a, pair.b) == (t, i)
+                u = testing.make_unregistered_object()
+                assert u.v1 == 41 and u.v2 == 42
+
+        return run
+
+    start_together([body(t) for t in range(EIGHT)])
+
+
+def test_tensors_from_eight_threads() -> None:
+    np = __import__("pytest").importorskip("numpy")
+    dtypes = ["float32", "int8", "float64", "uint16", "int64", "float16"]
+
+    def body(t: int) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(ROUNDS // 3):
+                dt = dtypes[(t + i) % len(dtypes)]
+                a = np.full((2, t + 1), i % 100, dtype=dt)
+                ta = tvmffi.from_dlpack(a)
+                assert tuple(ta.shape) == (2, t + 1) and str(ta.dtype) == dt
+                testing.nop(a, a, a)
+                back = testing.echo(a)
+                assert np.from_dlpack(back).tolist() == a.tolist()
+                view = tvmffi.TensorView(a)
+                assert tuple(testing.echo(view).shape) == (2, t + 1)
+
+        return run
+
+    start_together([body(t) for t in range(EIGHT)])
+
+
+def test_headline_calls_from_eight_threads() -> None:
+    nop, add_one, echo = testing.nop, testing.add_one, testing.echo
+    pair = testing.TestIntPair(3, 4)
+
+    def body(t: int) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(ROUNDS):
+                assert nop() is None
+                assert add_one(i) == i + 1
+                assert list(echo([t, i, "x"])) == [t, i, "x"]
+                assert pair.a == 3 and pair.sum() == 7
+                assert echo(f"s{i}") == f"s{i}"
+
+        return run
+
+    start_together([body(t) for t in range(EIGHT)])
+
+
+def test_object_field_written_while_other_threads_read_it() -> None:
+    # An object-valued field replaced by one thread (its old value dropped) while the
+    # others read it: a reader must get the old or the new value, never a freed one.
+    obj = testing.create_object(
+        "testing.TestObjectDerived", v_i64=0, v_f64=0.0, v_str="s", v_map={}, v_array=[0]
+    )
+    done = threading.Event()
+
+    def writer() -> None:
+        try:
+            for i in range(ROUNDS * 2):
+                obj.v_array = [i, i, i]
+                obj.v_str = f"a string of some length, heap allocated {i}"
+        finally:
+            done.set()
+
+    def reader() -> None:
+        while not done.is_set():
+            arr = list(obj.v_array)
+            assert len(arr) in (1, 3) and len(set(arr)) == 1, arr
+            assert obj.v_str.startswith(("s", "a string")), obj.v_str
+
+    start_together([writer] + [reader] * (EIGHT - 1))

@@ -35,8 +35,9 @@ def run(cmd: list[str], **kwargs: object) -> None:
 
 
 def interpreter_tag(python: str) -> str:
+    """The wheel's ABI tag: ``cp313``, or ``cp314t`` for a free-threaded build."""
     out = subprocess.run(
-        [python, "-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"],
+        [python, "-c", "import sys; v = sys.version_info; print(f'cp{v[0]}{v[1]}' + sys.abiflags)"],
         check=True,
         capture_output=True,
         text=True,
@@ -101,7 +102,9 @@ def build_one(python: str, out: str, tools_bin: str) -> str:
         )
         (made,) = set(os.listdir(out)) - before or {
             os.path.basename(w)
-            for w in glob.glob(os.path.join(out, f"tvmffi-*-{tag}-{tag}-manylinux*.whl"))
+            for w in glob.glob(
+                os.path.join(out, f"tvmffi-*-{tag.rstrip('tdm')}-{tag}-manylinux*.whl")
+            )
         }
     return os.path.join(out, made)
 

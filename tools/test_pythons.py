@@ -36,7 +36,8 @@ def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
 
 def test_one(python: str) -> tuple[str, int, str]:
     tag = subprocess.run(
-        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        # 3.14t: a free-threaded build gets a venv of its own (sys.abiflags "t").
+        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2] + sys.abiflags)"],
         check=True,
         capture_output=True,
         text=True,

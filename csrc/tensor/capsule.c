@@ -150,7 +150,8 @@ static void capsule_consume(PyObject* cap, int versioned) {
 static PyObject* g_torch_export; /* the function, Py_None once known absent, NULL: not looked up */
 
 static PyObject* torch_export_fn(void) {
-  if (g_torch_export != NULL) return g_torch_export == Py_None ? NULL : g_torch_export;
+  PyObject* known = TVMFFI_LOAD_PTR(g_torch_export);
+  if (known != NULL) return known == Py_None ? NULL : known;
   PyObject* c = PyImport_ImportModule("torch._C");
   PyObject* fn = NULL;
   if (c != NULL) {
@@ -162,9 +163,10 @@ static PyObject* torch_export_fn(void) {
     Py_DECREF(c);
   }
   PyErr_Clear();
-  g_torch_export = fn != NULL && PyCallable_Check(fn) ? fn : Py_NewRef(Py_None);
-  if (g_torch_export == Py_None) Py_XDECREF(fn);
-  return g_torch_export == Py_None ? NULL : g_torch_export;
+  PyObject* found = fn != NULL && PyCallable_Check(fn) ? fn : Py_NewRef(Py_None);
+  if (found == Py_None) Py_XDECREF(fn);
+  found = tvmffi_publish_once(&g_torch_export, found); /* another thread's, if first */
+  return found == Py_None ? NULL : found;
 }
 
 /* A capsule of an exact torch.Tensor from torch's C-level export, or NULL

@@ -58,9 +58,15 @@ int wrap_error(Py_ssize_t argpos, PyObject* obj, const char* what) {
 
 /* ==== 1. the route of a Python type ========================================== */
 static PyTypeObject* module_type(const char* module, const char* name) {
-  PyObject* mod = PyDict_GetItemString(PyImport_GetModuleDict(), module); /* borrowed */
-  if (mod == NULL) return NULL;
+  PyObject* key = PyUnicode_FromString(module);
+  PyObject* mod = key == NULL ? NULL : PyImport_GetModule(key); /* strong: no GIL keeps it */
+  Py_XDECREF(key);
+  if (mod == NULL) {
+    PyErr_Clear();
+    return NULL;
+  }
   PyObject* tp = PyObject_GetAttrString(mod, name);
+  Py_DECREF(mod);
   if (tp == NULL || !PyType_Check(tp)) {
     PyErr_Clear();
     Py_XDECREF(tp);
@@ -125,8 +131,38 @@ static void load_torch_exchange_api(void) {
 }
 
 TypeEntry g_type_cache[TYPE_CACHE_SIZE];
+#ifdef Py_GIL_DISABLED
+unsigned int g_type_cache_seq[TYPE_CACHE_SIZE];
+static PyMutex g_type_cache_lock; /* one writer at a time (no Python code held) */
 
-const TypeEntry* type_entry_decide(PyTypeObject* tp) {
+/* Rewrites slot `e` (a seqlock write, see internal.h); the old entry's
+ * reference to its type is returned for the caller to drop. */
+static PyTypeObject* type_entry_store(TypeEntry* e, const TypeEntry* fresh) {
+  size_t slot = (size_t)(e - g_type_cache);
+  PyMutex_Lock(&g_type_cache_lock);
+  PyTypeObject* old = e->type;
+  unsigned int seq = g_type_cache_seq[slot];
+  __atomic_store_n(&g_type_cache_seq[slot], seq + 1, __ATOMIC_RELAXED);
+  /* Release stores: each is seen only after the odd number above. */
+  __atomic_store_n(&e->type, fresh->type, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->tag, fresh->tag, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->kind, fresh->kind, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->api, fresh->api, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->is_torch, fresh->is_torch, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->trusted, fresh->trusted, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_type_cache_seq[slot], seq + 2, __ATOMIC_RELEASE);
+  PyMutex_Unlock(&g_type_cache_lock);
+  return old;
+}
+#else
+static PyTypeObject* type_entry_store(TypeEntry* e, const TypeEntry* fresh) {
+  PyTypeObject* old = e->type;
+  *e = *fresh;
+  return old;
+}
+#endif
+
+const TypeEntry* type_entry_decide(PyTypeObject* tp, TypeEntry* scratch) {
   TypeEntry* e = &g_type_cache[((uintptr_t)tp >> 4) % TYPE_CACHE_SIZE];
   TypeEntry fresh = {tp, 0, TK_PROTOCOL, NULL, is_torch_type(tp), 0};
   if (is_ndarray_type(tp) && same_dlpack_as_ndarray(tp)) {
@@ -146,9 +182,11 @@ const TypeEntry* type_entry_decide(PyTypeObject* tp) {
   fresh.trusted = fresh.kind == TK_EXCHANGE && fresh.is_torch && exchange_api_is_torchs(fresh.api);
   fresh.tag = tvmffi_type_version_tag(tp); /* after the lookups above */
   Py_INCREF(tp);
-  PyTypeObject* old = e->type;
-  *e = fresh;
-  Py_XDECREF(old);
+  Py_XDECREF(type_entry_store(e, &fresh));
+  if (TVMFFI_FREE_THREADED) { /* the slot may already hold another thread's entry */
+    *scratch = fresh;
+    return scratch;
+  }
   return e;
 }
 
@@ -338,7 +376,8 @@ static int check_requirements(const DLTensor* dl, int align, int contiguous) {
  * tensor-like value (a tvmffi.Object only if it holds a Tensor: from_dlpack
  * rejects other Objects first). */
 int tensor_handle_from_py(PyObject* obj, const ImportOptions* opt, TVMFFIObjectHandle* out) {
-  const TypeEntry* e = PyCapsule_CheckExact(obj) ? NULL : type_entry(Py_TYPE(obj));
+  TypeEntry scratch;
+  const TypeEntry* e = PyCapsule_CheckExact(obj) ? NULL : type_entry(Py_TYPE(obj), &scratch);
   TVMFFIObjectHandle h = route(obj, e, -1);
   if (h == NULL) return -1;
   if (!opt->allow_read_only && read_only_import(e, h)) return refuse_read_only(obj, h, -1);
@@ -445,7 +484,8 @@ int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
     set_tensor_any(out, h);
     return 0;
   }
-  const TypeEntry* e = type_entry(Py_TYPE(obj));
+  TypeEntry scratch;
+  const TypeEntry* e = type_entry(Py_TYPE(obj), &scratch);
   if (e->kind == TK_EXCHANGE && exchange_fills(e)) {
     /* A torch tensor, the hot route: no flags, no switch. */
     OwnTensor* t = exchange_fill_tensor(obj, e, argpos);

@@ -168,12 +168,45 @@ typedef struct {
  * kept in a small direct-mapped cache (the hit is inline: it runs per tensor). */
 #define TYPE_CACHE_SIZE 32
 extern TypeEntry g_type_cache[TYPE_CACHE_SIZE];
-const TypeEntry* type_entry_decide(PyTypeObject* tp);
-static inline const TypeEntry* type_entry(PyTypeObject* tp) {
+/* The entry of `tp`: with a GIL the cache slot itself; without one a copy in
+ * *scratch (the caller's), read whole (type_entry_read). */
+const TypeEntry* type_entry_decide(PyTypeObject* tp, TypeEntry* scratch);
+#ifdef Py_GIL_DISABLED
+/* Without a GIL a slot is rewritten under a lock while other threads read
+ * it: each slot has a sequence number, odd while a write is under way, and a
+ * copy taken between two equal even readings is whole (a seqlock). Readers
+ * never write, so threads converting tensors of one type share the line. */
+extern unsigned int g_type_cache_seq[TYPE_CACHE_SIZE];
+static inline int type_entry_read(size_t slot, TypeEntry* out) {
+  const TypeEntry* e = &g_type_cache[slot];
+  unsigned int seq = __atomic_load_n(&g_type_cache_seq[slot], __ATOMIC_ACQUIRE);
+  if (seq & 1) return 0;
+  /* Acquire loads (plain moves on x86; no fences, which ThreadSanitizer cannot
+   * follow): the second reading of the number cannot move above them, and a
+   * field the writer stored (release) shows the number it made odd first. */
+  out->type = __atomic_load_n(&e->type, __ATOMIC_ACQUIRE);
+  out->tag = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
+  out->kind = __atomic_load_n(&e->kind, __ATOMIC_ACQUIRE);
+  out->api = __atomic_load_n(&e->api, __ATOMIC_ACQUIRE);
+  out->is_torch = __atomic_load_n(&e->is_torch, __ATOMIC_ACQUIRE);
+  out->trusted = __atomic_load_n(&e->trusted, __ATOMIC_ACQUIRE);
+  return __atomic_load_n(&g_type_cache_seq[slot], __ATOMIC_RELAXED) == seq;
+}
+static inline const TypeEntry* type_entry(PyTypeObject* tp, TypeEntry* scratch) {
+  size_t slot = ((uintptr_t)tp >> 4) % TYPE_CACHE_SIZE;
+  unsigned int tag = tvmffi_tag_of(tp);
+  if (type_entry_read(slot, scratch) && scratch->type == tp && scratch->tag == tag && tag != 0) {
+    return scratch;
+  }
+  return type_entry_decide(tp, scratch);
+}
+#else
+static inline const TypeEntry* type_entry(PyTypeObject* tp, TypeEntry* scratch) {
   const TypeEntry* e = &g_type_cache[((uintptr_t)tp >> 4) % TYPE_CACHE_SIZE];
   if (e->type == tp && e->tag == tp->tp_version_tag && e->tag != 0) return e;
-  return type_entry_decide(tp);
+  return type_entry_decide(tp, scratch);
 }
+#endif
 /* torch.Tensor once torch is imported and a tensor route asked, else NULL. */
 extern PyTypeObject* g_torch_tensor_type;
 void refresh_known_types(void);

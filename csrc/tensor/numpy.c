@@ -39,15 +39,19 @@ static struct {
   DLDataType dtype;
   Py_ssize_t itemsize;
 } g_descr_cache[DESCR_CACHE_SIZE];
+static TVMFFIMutex g_descr_lock; /* without a GIL: entries read and written whole */
 
 static int descr_lookup(PyObject* arr, PyObject* descr, Py_ssize_t argpos, DLDataType* dtype,
                         Py_ssize_t* itemsize) {
   size_t slot = ((uintptr_t)descr >> 4) % DESCR_CACHE_SIZE;
-  if (g_descr_cache[slot].descr == descr) {
+  TVMFFI_LOCK(&g_descr_lock);
+  int hit = g_descr_cache[slot].descr == descr;
+  if (hit) {
     *dtype = g_descr_cache[slot].dtype;
     *itemsize = g_descr_cache[slot].itemsize;
-    return 0;
   }
+  TVMFFI_UNLOCK(&g_descr_lock);
+  if (hit) return 0;
   /* NumPy and ml_dtypes dtypes map through the dtype hook (dtype.c). */
   DLDataType d;
   if (tvmffi_dtype_value(descr, &d) != 0) return wrap_error(argpos, arr, "dtype(array.dtype)");
@@ -70,9 +74,13 @@ static int descr_lookup(PyObject* arr, PyObject* descr, Py_ssize_t argpos, DLDat
                      "has %d bits (sub-byte dtypes padded to a byte are not supported)",
                      descr, size, d.code, d.bits, d.lanes, d.bits * d.lanes);
   }
-  Py_XSETREF(g_descr_cache[slot].descr, Py_NewRef(descr));
+  TVMFFI_LOCK(&g_descr_lock);
+  PyObject* old = g_descr_cache[slot].descr;
+  g_descr_cache[slot].descr = Py_NewRef(descr);
   g_descr_cache[slot].dtype = d;
   g_descr_cache[slot].itemsize = size;
+  TVMFFI_UNLOCK(&g_descr_lock);
+  Py_XDECREF(old);
   *dtype = d;
   *itemsize = size;
   return 0;
@@ -81,9 +89,15 @@ static int descr_lookup(PyObject* arr, PyObject* descr, Py_ssize_t argpos, DLDat
 /* Check the struct layout against the buffer protocol on a probe array with
  * non-trivial strides: numpy.empty((3, 4), "int16")[:, 1::2]. */
 static int numpy_fields_match(void) {
-  PyObject* np = PyDict_GetItemString(PyImport_GetModuleDict(), "numpy");
-  if (np == NULL) return 0;
+  PyObject* name = PyUnicode_FromString("numpy");
+  PyObject* np = name == NULL ? NULL : PyImport_GetModule(name); /* strong: no GIL keeps it */
+  Py_XDECREF(name);
+  if (np == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
   PyObject* base = PyObject_CallMethod(np, "empty", "((ii)s)", 3, 4, "int16");
+  Py_DECREF(np);
   PyObject* all = PySlice_New(NULL, NULL, NULL);
   PyObject* one = PyLong_FromLong(1);
   PyObject* two = PyLong_FromLong(2);
@@ -116,9 +130,14 @@ static int numpy_fields_match(void) {
 }
 
 int numpy_describe(PyObject* arr, Py_ssize_t argpos, NumpyDesc* d) {
-  if (g_numpy_fields_ok < 0) g_numpy_fields_ok = numpy_fields_match();
+  /* Read and written whole: threads checking at once reach the same verdict. */
+  int fields_ok = TVMFFI_RELAXED_LOAD(g_numpy_fields_ok);
+  if (fields_ok < 0) {
+    fields_ok = numpy_fields_match();
+    TVMFFI_RELAXED_STORE(g_numpy_fields_ok, fields_ok);
+  }
   Py_ssize_t itemsize;
-  if (g_numpy_fields_ok) {
+  if (fields_ok) {
     const NumpyArrayFields* f = (const NumpyArrayFields*)arr;
     if (descr_lookup(arr, f->descr, argpos, &d->dtype, &itemsize) != 0) return -1;
     d->data = f->data;

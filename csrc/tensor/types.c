@@ -242,7 +242,8 @@ static int check_importable(PyObject* obj, const char* who) {
     PyErr_Format(PyExc_TypeError, "%s expects a tensor, got '%.200s'", who, Py_TYPE(obj)->tp_name);
     return -1;
   }
-  if (PyCapsule_CheckExact(obj) || type_entry(Py_TYPE(obj))->kind != TK_PROTOCOL ||
+  TypeEntry scratch;
+  if (PyCapsule_CheckExact(obj) || type_entry(Py_TYPE(obj), &scratch)->kind != TK_PROTOCOL ||
       tvmffi_is_tensor_type(Py_TYPE(obj))) {
     return 0;
   }
@@ -318,23 +319,41 @@ PyTypeObject TVMFFITensorType = {
 
 /* ---- tvmffi.TensorView ----------------------------------------------------------- */
 static TVMFFIPyTensorView g_live_views; /* list head: prev/next of the live views */
+static TVMFFIMutex g_views_lock;         /* the list, without a GIL (no Python code held) */
 
 static void views_link(TVMFFIPyTensorView* v) {
+  TVMFFI_LOCK(&g_views_lock);
   if (g_live_views.next == NULL) g_live_views.next = g_live_views.prev = &g_live_views;
   v->next = g_live_views.next;
   v->prev = &g_live_views;
   g_live_views.next->prev = v;
   g_live_views.next = v;
+  TVMFFI_UNLOCK(&g_views_lock);
 }
 
-/* The live view whose DLTensor is `dl`, or NULL. Views are few (each made by
- * hand), and this runs only when a DLTensor* comes back to Python. */
-static TVMFFIPyTensorView* live_view_of(const DLTensor* dl) {
-  if (g_live_views.next == NULL) return NULL;
-  for (TVMFFIPyTensorView* v = g_live_views.next; v != &g_live_views; v = v->next) {
-    if (&v->dl == dl) return v;
+static void views_unlink(TVMFFIPyTensorView* v) {
+  TVMFFI_LOCK(&g_views_lock);
+  v->prev->next = v->next;
+  v->next->prev = v->prev;
+  TVMFFI_UNLOCK(&g_views_lock);
+}
+
+/* The Tensor of the live view whose DLTensor is `dl` (a new reference, taken
+ * while the view is linked, so before it could be freed), or NULL. Views are
+ * few (each made by hand), and this runs only when a DLTensor* comes back to
+ * Python. */
+static TVMFFIObjectHandle live_view_tensor(const DLTensor* dl) {
+  TVMFFIObjectHandle found = NULL;
+  TVMFFI_LOCK(&g_views_lock);
+  for (TVMFFIPyTensorView* v = g_live_views.next; v != NULL && v != &g_live_views; v = v->next) {
+    if (&v->dl == dl) {
+      found = v->tensor;
+      TVMFFIObjectIncRef(found);
+      break;
+    }
   }
-  return NULL;
+  TVMFFI_UNLOCK(&g_views_lock);
+  return found;
 }
 
 /* A view over the Tensor `h` (a reference taken over). */
@@ -375,8 +394,7 @@ static PyObject* view_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) 
 
 static void view_dealloc(PyObject* op) {
   TVMFFIPyTensorView* v = (TVMFFIPyTensorView*)op;
-  v->prev->next = v->next;
-  v->next->prev = v->prev;
+  views_unlink(v);
   TVMFFIObjectDecRef(v->tensor);
   PyObject_Free(op);
 }
@@ -396,11 +414,8 @@ static void view_dealloc(PyObject* op) {
  *     the official binding (nothing says how long it lives). */
 PyObject* tvmffi_dltensor_to_py(const DLTensor* dl, int lent) {
   if (dl == NULL) Py_RETURN_NONE;
-  TVMFFIPyTensorView* v = live_view_of(dl);
-  if (v != NULL) {
-    TVMFFIObjectIncRef(v->tensor);
-    return tvmffi_object_wrap_owned(v->tensor);
-  }
+  TVMFFIObjectHandle viewed = live_view_tensor(dl);
+  if (viewed != NULL) return tvmffi_object_wrap_owned(viewed);
   if (dl_check(dl, "DLTensor*", -1) != 0) return NULL;
   OwnTensor* t = own_from_dl(dl, NULL, 0);
   if (t == NULL) return NULL;
@@ -449,7 +464,8 @@ static PyObject* py_tensor_route(PyObject* self, PyObject* cls) {
     PyErr_SetString(PyExc_TypeError, "_tensor_route expects a class");
     return NULL;
   }
-  const TypeEntry* e = type_entry((PyTypeObject*)cls);
+  TypeEntry scratch;
+  const TypeEntry* e = type_entry((PyTypeObject*)cls, &scratch);
   static const char* const kinds[] = {"", "ndarray", "view", "object", "official", "exchange",
                                       "protocol"};
   return Py_BuildValue("(si)", kinds[e->kind], e->trusted);
