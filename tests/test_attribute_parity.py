@@ -77,6 +77,12 @@ LEFT_OUT: dict[tuple[str, str], str] = {
     ("error", "TracebackManager"): "the official Python side of backtraces; tvmffi builds "
     "them in C (tvmffi.error)",
 }
+# Names the official package has in some builds or environments only: the Cython
+# module's leftover loop variables (not in every CPython's build of it) and the
+# package's import of torch (only where torch is installed).
+NOT_EVERYWHERE = frozenset(
+    {("", "torch"), ("core", "attr_name"), ("core", "dl_dtype"), ("core", "extra_types")}
+)
 
 _COLLECT = r"""
 import importlib, json, logging, sys, types, typing
@@ -87,6 +93,8 @@ def own(mod, name, value):
     if isinstance(value, types.ModuleType):
         return value.__name__.startswith(mod.__name__ + ".")  # its own submodules
     if isinstance(value, (typing.TypeVar, logging.Logger)) or name == "TYPE_CHECKING":
+        return False
+    if value is None:  # an optional import that failed here (core.torch, core.cuda_driver)
         return False
     if type(value).__module__ == "__future__":
         return False
@@ -140,7 +148,9 @@ def test_every_official_name_is_answered(official: dict[str, list[str]], rel: st
 
 def test_left_out_names_are_still_official(official: dict[str, list[str]]) -> None:
     # A name the official package dropped leaves the list, so it stays short and true.
-    stale = [key for key in LEFT_OUT if key[1] not in official[key[0]]]
+    stale = [
+        key for key in LEFT_OUT if key[1] not in official[key[0]] and key not in NOT_EVERYWHERE
+    ]
     assert not stale, stale
 
 

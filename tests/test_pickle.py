@@ -53,7 +53,7 @@ def _same_tensor(u: Any, t: Any, arr: np.ndarray) -> None:
     assert u.shape == t.shape and u.strides == t.strides
     assert u.dtype == t.dtype and u.device == t.device
     if arr.dtype == ml_dtypes.bfloat16:  # NumPy's DLPack import lacks it: torch's has it
-        import torch
+        torch = pytest.importorskip("torch")
 
         np.testing.assert_array_equal(torch.from_dlpack(u).float().numpy(), arr.astype(np.float32))
         return
@@ -151,7 +151,7 @@ def test_device_tensor_is_refused_unless_copied_through_host(
     with tvmffi.pickling.device_tensors_through_host():
         func, args = _pickle._reduce_tensor(t)
     assert func is _pickle._rebuild_device_tensor and args == (host, "cuda", 0)
-    import torch
+    torch = pytest.importorskip("torch")
 
     if torch.cuda.is_available():
         u = pickle.loads(data)
