@@ -170,8 +170,10 @@ def _layouts() -> list[Any]:
     return [
         g, g.t(), g[2], g[1, 3], g[:, ::2], g[1:, 2:], torch.zeros(0), torch.zeros(3, 0, 2),
         g.to(torch.float16), g.to(torch.bfloat16), g.to(torch.int8), g.to(torch.bool),
-        g.to(torch.complex64), g.unsqueeze(1).expand(4, 5, 6), torch.empty_strided((2, 3), (1, 2)).fill_(7.0),
-    ]  # filled: empty memory may hold NaN, which torch.equal never matches
+        g.to(torch.complex64), g.unsqueeze(1).expand(4, 5, 6),
+        # filled: empty memory may hold NaN, which torch.equal never matches
+        torch.empty_strided((2, 3), (1, 2)).fill_(7.0),
+    ]
 
 
 @pytest.mark.parametrize("i", range(15))
