@@ -593,34 +593,29 @@ static int classify(PyTypeObject* tp) {
 /* Direct-mapped cache. A decision holds only while the type is unchanged:
  * CPython gives a type a new version tag (never reused; 0 means none yet)
  * after any change to it or to a base, so a class that gains __dlpack__ or
- * loses __call__ is classified anew. The tag also tells a type made later at
- * a freed type's address (it gets a tag of its own) from the stale entry, so
- * entries hold no reference: classes made at run time (exception classes
- * passed as arguments) stay collectable. The address is only compared. */
+ * loses __call__ is classified anew. A tag names one type in one state, so
+ * an entry is just the tag and its kind packed in one word: written and read
+ * whole, it needs no lock without a GIL, and readers never write, so threads
+ * converting the same types share the line. Entries hold no reference:
+ * classes made at run time (exception classes passed as arguments) stay
+ * collectable, and a type made later at a freed one's address has a tag of
+ * its own. */
 #define KIND_CACHE_SIZE 64
-static struct {
-  PyTypeObject* type;
-  unsigned int tag;
-  int kind;
-} g_kind_cache[KIND_CACHE_SIZE];
+static uint64_t g_kind_cache[KIND_CACHE_SIZE];
 
-static TVMFFIMutex g_kind_lock; /* g_kind_cache without a GIL (held for no Python code) */
+static inline uint64_t kind_entry(unsigned int tag, int kind) {
+  return ((uint64_t)tag << 32) | (uint32_t)kind;
+}
 
 static int kind_of(PyTypeObject* tp) {
   size_t slot = ((uintptr_t)tp >> 4) % KIND_CACHE_SIZE;
   unsigned int tag = tvmffi_tag_of(tp);
-  TVMFFI_LOCK(&g_kind_lock);
-  int hit = g_kind_cache[slot].type == tp && g_kind_cache[slot].tag == tag && tag != 0;
-  int kind = g_kind_cache[slot].kind;
-  TVMFFI_UNLOCK(&g_kind_lock);
-  if (hit) return kind;
-  if ((kind = classify(tp)) < 0) return -1;
+  uint64_t entry = TVMFFI_RELAXED_LOAD(g_kind_cache[slot]);
+  if ((unsigned int)(entry >> 32) == tag && tag != 0) return (int)(uint32_t)entry;
+  int kind = classify(tp);
+  if (kind < 0) return -1;
   tag = tvmffi_type_version_tag(tp); /* read after classify: its lookups may modify */
-  TVMFFI_LOCK(&g_kind_lock);
-  g_kind_cache[slot].type = tp;
-  g_kind_cache[slot].tag = tag;
-  g_kind_cache[slot].kind = kind;
-  TVMFFI_UNLOCK(&g_kind_lock);
+  if (tag != 0) TVMFFI_RELAXED_STORE(g_kind_cache[slot], kind_entry(tag, kind));
   return kind;
 }
 

@@ -99,6 +99,26 @@ int tvmffi_threads_init(PyObject* module);
 #define TVMFFI_RELAXED_LOAD(x) (x)
 #define TVMFFI_RELAXED_STORE(x, v) ((x) = (v))
 #endif
+#ifdef Py_GIL_DISABLED
+/* A seqlock: a sequence number, odd while its writer (holding a lock of its
+ * own) rewrites the words it guards. A reader copies those words with acquire
+ * loads (plain moves on x86, and ones ThreadSanitizer follows, unlike fences)
+ * between two readings of the number: equal and even, the copy is whole. The
+ * writer's stores are release stores, so a word it wrote shows the odd
+ * number too. Readers never write: threads reading one entry share its line. */
+static inline unsigned int tvmffi_seq_read_begin(const unsigned int* seq) {
+  return __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+}
+static inline int tvmffi_seq_read_whole(const unsigned int* seq, unsigned int begin) {
+  return (begin & 1) == 0 && __atomic_load_n(seq, __ATOMIC_RELAXED) == begin;
+}
+static inline void tvmffi_seq_write_begin(unsigned int* seq) { /* the writer's lock held */
+  __atomic_store_n(seq, *seq + 1, __ATOMIC_RELAXED);
+}
+static inline void tvmffi_seq_write_end(unsigned int* seq) {
+  __atomic_store_n(seq, *seq + 1, __ATOMIC_RELEASE);
+}
+#endif
 /* A lazily made global: publishes `value` (a new reference, not NULL) in
  * *slot unless another thread already did; returns what *slot holds then
  * (borrowed: the slot keeps it for the life of the process). */

@@ -616,7 +616,11 @@ static PyObject* object_init_subclass(PyObject* cls, PyObject* unused) {
     tp->tp_free = PyObject_Free;
     tp->tp_traverse = NULL;
     tp->tp_clear = NULL;
-    if (tp->tp_del == NULL &&
+    /* Without a GIL CPython's own subtype_dealloc stays: it drops the
+     * instance's reference to its class from the thread's own count, as
+     * allocation took it, where a Py_DECREF here would make every thread's
+     * results write one shared word of the class. */
+    if (!TVMFFI_FREE_THREADED && tp->tp_del == NULL &&
         (base->tp_dealloc == object_dealloc || base->tp_dealloc == object_dealloc_heap)) {
       tp->tp_dealloc = object_dealloc_heap;
     }

@@ -233,8 +233,14 @@ static PyObject* fprop_set_method(PyObject* op, PyObject* const* args, Py_ssize_
 }
 
 static void fprop_dealloc(PyObject* op) {
+  PyObject_GC_UnTrack(op);
   Py_XDECREF(((FieldProperty*)op)->name);
   Py_TYPE(op)->tp_free(op);
+}
+
+static int fprop_traverse(PyObject* op, visitproc visit, void* arg) {
+  Py_VISIT(((FieldProperty*)op)->name);
+  return 0;
 }
 
 static PyObject* fprop_get_name(PyObject* op, void* c) {
@@ -290,14 +296,27 @@ static PyGetSetDef fprop_getset[] = {
 static PyTypeObject FieldPropertyType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.core.FieldProperty",
     .tp_basicsize = sizeof(FieldProperty),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, /* GC for deferred_in_class */
     .tp_doc = "Reflected field of an FFI object type.",
     .tp_dealloc = fprop_dealloc,
+    .tp_traverse = fprop_traverse,
     .tp_descr_get = fprop_get,
     .tp_descr_set = fprop_set,
     .tp_getset = fprop_getset,
     .tp_methods = fprop_methods,
 };
+
+/* A descriptor that lives in a class dict, which every thread's attribute
+ * lookup on the class hands to the interpreter: without a GIL, deferred
+ * reference counting (3.14+) lets lookups skip the reference count, which
+ * threads reading one field or calling one method would otherwise all write.
+ * Such an object is freed by the garbage collector only, as its class is. */
+static PyObject* deferred_in_class(PyObject* descr) {
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030E0000
+  (void)PyUnstable_Object_EnableDeferredRefcount(descr);
+#endif
+  return descr;
+}
 
 static const TVMFFITypeInfo* type_info_checked(int type_index) {
   const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(type_index);
@@ -316,7 +335,7 @@ static PyObject* py_field_property(PyObject* m, PyObject* args) {
     PyErr_SetString(PyExc_IndexError, "field position out of range");
     return NULL;
   }
-  FieldProperty* p = PyObject_New(FieldProperty, &FieldPropertyType);
+  FieldProperty* p = PyObject_GC_New(FieldProperty, &FieldPropertyType);
   if (p == NULL) return NULL;
   p->field = &info->fields[pos];
   p->type_index = type_index;
@@ -326,11 +345,12 @@ static PyObject* py_field_property(PyObject* m, PyObject* args) {
   p->checked_tag = 0;
   p->frozen = frozen;
   p->name = tvmffi_bytearray_to_str(&p->field->name);
+  PyObject_GC_Track(p);
   if (p->name == NULL) {
     Py_DECREF(p);
     return NULL;
   }
-  return (PyObject*)p;
+  return deferred_in_class((PyObject*)p);
 }
 
 /* ---- MethodDescriptor ---------------------------------------------------- */
@@ -363,9 +383,19 @@ static PyObject* mdesc_get(PyObject* op, PyObject* obj, PyObject* type) {
 }
 
 static void mdesc_dealloc(PyObject* op) {
+  PyObject_GC_UnTrack(op);
   Py_XDECREF(((MethodDescriptor*)op)->func);
   Py_XDECREF(((MethodDescriptor*)op)->doc);
   Py_TYPE(op)->tp_free(op);
+}
+
+/* A Python function as `func` refers back to its module and so to the class
+ * holding this descriptor: a cycle the collector must see. No tp_clear: the
+ * class and the function break it, and `func` is never NULL. */
+static int mdesc_traverse(PyObject* op, visitproc visit, void* arg) {
+  Py_VISIT(((MethodDescriptor*)op)->func);
+  Py_VISIT(((MethodDescriptor*)op)->doc);
+  return 0;
 }
 
 static PyObject* mdesc_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
@@ -386,7 +416,7 @@ static PyObject* mdesc_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
   self->func_vectorcall = PyVectorcall_Function(func);
   self->vectorcall = mdesc_vectorcall;
   self->doc = Py_NewRef(doc);
-  return (PyObject*)self;
+  return deferred_in_class((PyObject*)self);
 }
 
 static PyObject* mdesc_get_func(PyObject* op, void* c) {
@@ -417,8 +447,10 @@ static PyGetSetDef mdesc_getset[] = {
 static PyTypeObject MethodDescriptorType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.core.MethodDescriptor",
     .tp_basicsize = sizeof(MethodDescriptor),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_HAVE_GC,
     .tp_doc = "MethodDescriptor(func): reflected instance method; calls func(self, ...).",
+    .tp_traverse = mdesc_traverse,
     .tp_vectorcall_offset = offsetof(MethodDescriptor, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_dealloc = mdesc_dealloc,

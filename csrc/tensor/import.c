@@ -135,22 +135,20 @@ TypeEntry g_type_cache[TYPE_CACHE_SIZE];
 unsigned int g_type_cache_seq[TYPE_CACHE_SIZE];
 static PyMutex g_type_cache_lock; /* one writer at a time (no Python code held) */
 
-/* Rewrites slot `e` (a seqlock write, see internal.h); the old entry's
+/* Rewrites slot `e` (a seqlock write, core.h); the old entry's
  * reference to its type is returned for the caller to drop. */
 static PyTypeObject* type_entry_store(TypeEntry* e, const TypeEntry* fresh) {
   size_t slot = (size_t)(e - g_type_cache);
   PyMutex_Lock(&g_type_cache_lock);
   PyTypeObject* old = e->type;
-  unsigned int seq = g_type_cache_seq[slot];
-  __atomic_store_n(&g_type_cache_seq[slot], seq + 1, __ATOMIC_RELAXED);
-  /* Release stores: each is seen only after the odd number above. */
+  tvmffi_seq_write_begin(&g_type_cache_seq[slot]);
   __atomic_store_n(&e->type, fresh->type, __ATOMIC_RELEASE);
   __atomic_store_n(&e->tag, fresh->tag, __ATOMIC_RELEASE);
   __atomic_store_n(&e->kind, fresh->kind, __ATOMIC_RELEASE);
   __atomic_store_n(&e->api, fresh->api, __ATOMIC_RELEASE);
   __atomic_store_n(&e->is_torch, fresh->is_torch, __ATOMIC_RELEASE);
   __atomic_store_n(&e->trusted, fresh->trusted, __ATOMIC_RELEASE);
-  __atomic_store_n(&g_type_cache_seq[slot], seq + 2, __ATOMIC_RELEASE);
+  tvmffi_seq_write_end(&g_type_cache_seq[slot]);
   PyMutex_Unlock(&g_type_cache_lock);
   return old;
 }

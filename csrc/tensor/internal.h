@@ -173,24 +173,19 @@ extern TypeEntry g_type_cache[TYPE_CACHE_SIZE];
 const TypeEntry* type_entry_decide(PyTypeObject* tp, TypeEntry* scratch);
 #ifdef Py_GIL_DISABLED
 /* Without a GIL a slot is rewritten under a lock while other threads read
- * it: each slot has a sequence number, odd while a write is under way, and a
- * copy taken between two equal even readings is whole (a seqlock). Readers
- * never write, so threads converting tensors of one type share the line. */
+ * it: each slot has a seqlock (core.h), so threads converting tensors of one
+ * type share the line. */
 extern unsigned int g_type_cache_seq[TYPE_CACHE_SIZE];
 static inline int type_entry_read(size_t slot, TypeEntry* out) {
   const TypeEntry* e = &g_type_cache[slot];
-  unsigned int seq = __atomic_load_n(&g_type_cache_seq[slot], __ATOMIC_ACQUIRE);
-  if (seq & 1) return 0;
-  /* Acquire loads (plain moves on x86; no fences, which ThreadSanitizer cannot
-   * follow): the second reading of the number cannot move above them, and a
-   * field the writer stored (release) shows the number it made odd first. */
+  unsigned int seq = tvmffi_seq_read_begin(&g_type_cache_seq[slot]);
   out->type = __atomic_load_n(&e->type, __ATOMIC_ACQUIRE);
   out->tag = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
   out->kind = __atomic_load_n(&e->kind, __ATOMIC_ACQUIRE);
   out->api = __atomic_load_n(&e->api, __ATOMIC_ACQUIRE);
   out->is_torch = __atomic_load_n(&e->is_torch, __ATOMIC_ACQUIRE);
   out->trusted = __atomic_load_n(&e->trusted, __ATOMIC_ACQUIRE);
-  return __atomic_load_n(&g_type_cache_seq[slot], __ATOMIC_RELAXED) == seq;
+  return tvmffi_seq_read_whole(&g_type_cache_seq[slot], seq);
 }
 static inline const TypeEntry* type_entry(PyTypeObject* tp, TypeEntry* scratch) {
   size_t slot = ((uintptr_t)tp >> 4) % TYPE_CACHE_SIZE;

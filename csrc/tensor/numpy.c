@@ -6,6 +6,8 @@
  */
 #include "internal.h"
 
+#include <string.h>
+
 static PyObject* g_str_dtype;
 static PyObject* g_str_isnative;
 
@@ -32,26 +34,67 @@ typedef struct {
 static int g_numpy_fields_ok = -1; /* -1: not checked yet, 0: use buffers, 1: fields */
 
 /* numpy dtype (descr) -> DLDataType, cached per descr object (the builtin
- * descrs are singletons). Entries own a reference to their descr. */
+ * descrs are singletons). Entries own a reference to their descr, so its
+ * address names it while cached; the DLDataType is kept as its 4 bytes. */
 #define DESCR_CACHE_SIZE 32
-static struct {
+typedef struct {
   PyObject* descr;
-  DLDataType dtype;
+  uint32_t dtype;
   Py_ssize_t itemsize;
-} g_descr_cache[DESCR_CACHE_SIZE];
-static TVMFFIMutex g_descr_lock; /* without a GIL: entries read and written whole */
+} DescrEntry;
+static DescrEntry g_descr_cache[DESCR_CACHE_SIZE];
+_Static_assert(sizeof(DLDataType) == sizeof(uint32_t), "a DLDataType is 4 bytes");
+
+#ifdef Py_GIL_DISABLED
+/* Without a GIL: one writer at a time, readers through the slot's seqlock. */
+static unsigned int g_descr_seq[DESCR_CACHE_SIZE];
+static PyMutex g_descr_lock;
+
+static int descr_cached(size_t slot, PyObject* descr, uint32_t* dtype, Py_ssize_t* itemsize) {
+  const DescrEntry* e = &g_descr_cache[slot];
+  unsigned int seq = tvmffi_seq_read_begin(&g_descr_seq[slot]);
+  PyObject* cached = __atomic_load_n(&e->descr, __ATOMIC_ACQUIRE);
+  *dtype = __atomic_load_n(&e->dtype, __ATOMIC_ACQUIRE);
+  *itemsize = __atomic_load_n(&e->itemsize, __ATOMIC_ACQUIRE);
+  return cached == descr && tvmffi_seq_read_whole(&g_descr_seq[slot], seq);
+}
+
+/* Fills the slot; returns the reference its old descr held, for the caller. */
+static PyObject* descr_store(size_t slot, PyObject* descr, uint32_t dtype, Py_ssize_t itemsize) {
+  DescrEntry* e = &g_descr_cache[slot];
+  PyMutex_Lock(&g_descr_lock);
+  PyObject* old = e->descr;
+  tvmffi_seq_write_begin(&g_descr_seq[slot]);
+  __atomic_store_n(&e->descr, descr, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->dtype, dtype, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->itemsize, itemsize, __ATOMIC_RELEASE);
+  tvmffi_seq_write_end(&g_descr_seq[slot]);
+  PyMutex_Unlock(&g_descr_lock);
+  return old;
+}
+#else
+static int descr_cached(size_t slot, PyObject* descr, uint32_t* dtype, Py_ssize_t* itemsize) {
+  const DescrEntry* e = &g_descr_cache[slot];
+  *dtype = e->dtype;
+  *itemsize = e->itemsize;
+  return e->descr == descr;
+}
+
+static PyObject* descr_store(size_t slot, PyObject* descr, uint32_t dtype, Py_ssize_t itemsize) {
+  PyObject* old = g_descr_cache[slot].descr;
+  g_descr_cache[slot] = (DescrEntry){descr, dtype, itemsize};
+  return old;
+}
+#endif
 
 static int descr_lookup(PyObject* arr, PyObject* descr, Py_ssize_t argpos, DLDataType* dtype,
                         Py_ssize_t* itemsize) {
   size_t slot = ((uintptr_t)descr >> 4) % DESCR_CACHE_SIZE;
-  TVMFFI_LOCK(&g_descr_lock);
-  int hit = g_descr_cache[slot].descr == descr;
-  if (hit) {
-    *dtype = g_descr_cache[slot].dtype;
-    *itemsize = g_descr_cache[slot].itemsize;
+  uint32_t packed;
+  if (descr_cached(slot, descr, &packed, itemsize)) {
+    memcpy(dtype, &packed, sizeof(packed));
+    return 0;
   }
-  TVMFFI_UNLOCK(&g_descr_lock);
-  if (hit) return 0;
   /* NumPy and ml_dtypes dtypes map through the dtype hook (dtype.c). */
   DLDataType d;
   if (tvmffi_dtype_value(descr, &d) != 0) return wrap_error(argpos, arr, "dtype(array.dtype)");
@@ -74,13 +117,8 @@ static int descr_lookup(PyObject* arr, PyObject* descr, Py_ssize_t argpos, DLDat
                      "has %d bits (sub-byte dtypes padded to a byte are not supported)",
                      descr, size, d.code, d.bits, d.lanes, d.bits * d.lanes);
   }
-  TVMFFI_LOCK(&g_descr_lock);
-  PyObject* old = g_descr_cache[slot].descr;
-  g_descr_cache[slot].descr = Py_NewRef(descr);
-  g_descr_cache[slot].dtype = d;
-  g_descr_cache[slot].itemsize = size;
-  TVMFFI_UNLOCK(&g_descr_lock);
-  Py_XDECREF(old);
+  memcpy(&packed, &d, sizeof(packed));
+  Py_XDECREF(descr_store(slot, Py_NewRef(descr), packed, size));
   *dtype = d;
   *itemsize = size;
   return 0;
