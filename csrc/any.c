@@ -173,17 +173,42 @@ static int items_run_no_python(PyObject* const* items, Py_ssize_t n) {
   return 1;
 }
 
+#define HELD_ITEMS_MAX 16
+
+/* A short exact list converted from a snapshot of its items in a stack
+ * buffer (new references taken under the list's own lock, so another
+ * thread's change is wholly before or after it); 0 when it is too long. */
+static int short_list_to_array(PyObject* list, TVMFFIAny* out, TempList* temps,
+                               Py_ssize_t argpos, int64_t* height, int* rc) {
+  PyObject* held[HELD_ITEMS_MAX];
+  Py_ssize_t n;
+  Py_BEGIN_CRITICAL_SECTION(list);
+  n = PyList_GET_SIZE(list);
+  for (Py_ssize_t i = 0; i < n && n <= HELD_ITEMS_MAX; ++i) {
+    held[i] = Py_NewRef(PyList_GET_ITEM(list, i));
+  }
+  Py_END_CRITICAL_SECTION();
+  if (n > HELD_ITEMS_MAX) return 0;
+  *rc = build_container("ffi.Array", &g_array_ctor, held, n, out, temps, argpos, height);
+  for (Py_ssize_t i = 0; i < n; ++i) Py_DECREF(held[i]);
+  return 1;
+}
+
 /* Converting an element may run Python code (__index__, protocols) that
  * mutates the container, so elements are converted from a snapshot holding
  * its own references, unless none of them can run any. */
 static int seq_to_array(PyObject* seq, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
                         int64_t* height) {
-  /* Without a GIL another thread may change the list at any moment: only the
-   * snapshot (taken under the list's own lock) holds items that stay alive. */
-  if (!TVMFFI_FREE_THREADED && PyList_CheckExact(seq) &&
-      items_run_no_python(&PyList_GET_ITEM(seq, 0), PyList_GET_SIZE(seq))) {
-    return build_container("ffi.Array", &g_array_ctor, &PyList_GET_ITEM(seq, 0),
-                           PyList_GET_SIZE(seq), out, temps, argpos, height);
+  /* Without a GIL another thread may change the list at any moment: only a
+   * snapshot holds items that stay alive. */
+  if (PyList_CheckExact(seq)) {
+    if (!TVMFFI_FREE_THREADED &&
+        items_run_no_python(&PyList_GET_ITEM(seq, 0), PyList_GET_SIZE(seq))) {
+      return build_container("ffi.Array", &g_array_ctor, &PyList_GET_ITEM(seq, 0),
+                             PyList_GET_SIZE(seq), out, temps, argpos, height);
+    }
+    int rc;
+    if (short_list_to_array(seq, out, temps, argpos, height, &rc)) return rc;
   }
   PyObject* snapshot = PySequence_Tuple(seq);
   if (snapshot == NULL) return -1;

@@ -643,6 +643,10 @@ int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
                               Py_ssize_t argpos);
 /* Same, for an object known to be a numpy.ndarray (or subclass). */
 int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
+/* The same for a call's positional argument, which the caller holds until
+ * the call returns (the tensor takes no reference to it unless kept). */
+int tvmffi_ndarray_arg_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps,
+                              Py_ssize_t argpos);
 /* Whether the Tensor `h`, packed for the argument `arg`, is the framework
  * tensor `arg` itself seen through its exchange API's non-owning fill (torch):
  * a call returning `h` then returns `arg`. */

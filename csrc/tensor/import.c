@@ -271,7 +271,7 @@ static TVMFFIObjectHandle route_exchange(PyObject* obj, const TypeEntry* e, Py_s
 }
 
 static TVMFFIObjectHandle route_numpy(PyObject* obj, Py_ssize_t argpos) {
-  return numpy_tensor(obj, argpos);
+  return numpy_tensor(obj, argpos, 0);
 }
 
 static TVMFFIObjectHandle route_capsule(PyObject* obj, const TypeEntry* e, Py_ssize_t argpos) {
@@ -512,8 +512,8 @@ int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssiz
 
 /* An ndarray not seen before in this call: out of line (see above). */
 static Py_NO_INLINE int ndarray_new_arg(PyObject* arr, TVMFFIAny* out, TempList* temps,
-                                        Py_ssize_t argpos) {
-  OwnTensor* t = route_numpy(arr, argpos);
+                                        Py_ssize_t argpos, int lend) {
+  OwnTensor* t = numpy_tensor(arr, argpos, lend);
   if (t == NULL) return -1;
   if (t->flags & DLPACK_FLAG_BITMASK_READ_ONLY) return refuse_read_only(arr, t, argpos);
   return push_tensor(t, arr, out, temps);
@@ -523,7 +523,14 @@ static Py_NO_INLINE int ndarray_new_arg(PyObject* arr, TVMFFIAny* out, TempList*
  * is answered inline. */
 int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   TVMFFIObjectHandle seen = converted_in_call(temps, arr);
-  if (seen == NULL) return ndarray_new_arg(arr, out, temps, argpos);
+  if (seen == NULL) return ndarray_new_arg(arr, out, temps, argpos, 0);
+  set_tensor_any(out, seen);
+  return 0;
+}
+
+int tvmffi_ndarray_arg_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  TVMFFIObjectHandle seen = converted_in_call(temps, arr);
+  if (seen == NULL) return ndarray_new_arg(arr, out, temps, argpos, 1);
   set_tensor_any(out, seen);
   return 0;
 }

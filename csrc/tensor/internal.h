@@ -52,6 +52,7 @@ typedef struct {
                                  * same tensor comes back as its owner (function.c) */
   int borrowed;                 /* a DLTensor* lent to a callback: 1 while it runs, 2 once
                                  * it returned (expired: see types.c) */
+  int owner_lent;               /* `owner` is a call's argument, not referenced (own_new_lent) */
   int64_t storage[];            /* shape, then strides */
 } OwnTensor;
 
@@ -68,6 +69,12 @@ static inline void release_managed(DLManagedTensorVersioned* mv, DLManagedTensor
  * (flags kTVMFFIObjectDeleterFlagBitMaskBoth). */
 void own_deleter(void* self, int flags);
 OwnTensor* own_new(int ndim, PyObject* owner);
+/* The same over a call's own argument `owner`, which the caller keeps alive
+ * until the call returns: no reference is taken (on a free-threaded build
+ * threads passing one array would all write its count). Only for a call's
+ * temporary: tvmffi_own_release_unshared takes the reference if the callee
+ * kept the tensor. */
+OwnTensor* own_new_lent(int ndim, PyObject* owner);
 OwnTensor* own_from_managed(DLManagedTensorVersioned* mv, DLManagedTensor* ml,
                             Py_ssize_t argpos);
 uint64_t tensor_flags(TVMFFIObjectHandle h);
@@ -140,7 +147,7 @@ int numpy_describe(PyObject* arr, Py_ssize_t argpos, NumpyDesc* d);
 void numpy_release(NumpyDesc* d);
 int numpy_fill(PyObject* arr, const NumpyDesc* d, DLTensor* dl, int64_t* storage,
                Py_ssize_t argpos);
-OwnTensor* numpy_tensor(PyObject* arr, Py_ssize_t argpos);
+OwnTensor* numpy_tensor(PyObject* arr, Py_ssize_t argpos, int lend);
 
 /* ---- import.c: Python value -> Tensor handle ------------------------------- */
 /* How values of a Python type become tensors, decided once per type. */

@@ -248,10 +248,10 @@ int numpy_fill(PyObject* arr, const NumpyDesc* d, DLTensor* dl, int64_t* storage
 }
 
 /* ndarray -> Tensor object that holds a reference to the array. */
-OwnTensor* numpy_tensor(PyObject* arr, Py_ssize_t argpos) {
+OwnTensor* numpy_tensor(PyObject* arr, Py_ssize_t argpos, int lend) {
   NumpyDesc d;
   if (numpy_describe(arr, argpos, &d) != 0) return NULL;
-  OwnTensor* t = own_new(d.ndim, arr);
+  OwnTensor* t = lend ? own_new_lent(d.ndim, arr) : own_new(d.ndim, arr);
   int rc = t == NULL ? -1 : numpy_fill(arr, &d, &t->dl, t->storage, argpos);
   numpy_release(&d);
   if (rc != 0) {

@@ -62,6 +62,16 @@ static void py_block_free(OwnTensor* t) {
   PyObject_Free(t);
 }
 
+/* Drops the owner of a Tensor object whose last strong reference is gone. */
+static void own_drop_owner(OwnTensor* t) {
+  if (t->owner_lent) {
+    t->owner = NULL; /* never referenced: a call's argument, still the caller's */
+    t->owner_lent = 0;
+  } else {
+    Py_CLEAR(t->owner);
+  }
+}
+
 /* Runs wherever the last reference goes away, maybe in a thread without the
  * GIL. A Tensor with a Python owner lives in Python's small-object allocator
  * (faster than malloc; releasing it needs the GIL for the owner anyway); one
@@ -78,7 +88,7 @@ void own_deleter(void* self, int flags) {
   if (TVMFFI_PY_UNUSABLE()) return;
   int held = gil_held(); /* the common case: released right after a call */
   PyGILState_STATE gil = held ? PyGILState_UNLOCKED : PyGILState_Ensure();
-  if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) Py_CLEAR(t->owner);
+  if (flags & kTVMFFIObjectDeleterFlagBitMaskStrong) own_drop_owner(t);
   if (weak) py_block_free(t);
   if (!held) PyGILState_Release(gil);
 }
@@ -91,23 +101,30 @@ void own_deleter(void* self, int flags) {
  * 1 when freed, 0 when the caller must drop its reference as usual. */
 int tvmffi_own_release_unshared(TVMFFIObjectHandle h) {
   OwnTensor* t = (OwnTensor*)h;
-  if (t->header.deleter != own_deleter || t->py_alloc == ALLOC_RAW ||
-      __atomic_load_n(&t->header.combined_ref_count, __ATOMIC_ACQUIRE) !=
-          (((uint64_t)1 << 32) | 1)) {
+  if (t->header.deleter != own_deleter || t->py_alloc == ALLOC_RAW) return 0;
+  if (__atomic_load_n(&t->header.combined_ref_count, __ATOMIC_ACQUIRE) !=
+      (((uint64_t)1 << 32) | 1)) {
+    /* Kept by the callee (or by a container of this call): from now on it
+     * keeps its owner, which the caller still holds, so the reference is
+     * taken before ours is dropped. */
+    if (t->owner_lent) {
+      Py_INCREF(t->owner);
+      t->owner_lent = 0;
+    }
     return 0;
   }
   release_managed(t->mv, t->ml);
-  Py_CLEAR(t->owner);
+  own_drop_owner(t);
   py_block_free(t);
   return 1;
 }
 
 /* A Tensor object of `ndim` dimensions, shape/strides pointing at its own
- * storage, holding a new reference to `owner` (may be NULL). Data, device and
- * dtype are left for the caller. */
-OwnTensor* own_new(int ndim, PyObject* owner) {
+ * storage, with no owner yet (in Python's allocator when it will have one).
+ * Data, device and dtype are left for the caller. */
+static OwnTensor* own_block(int ndim, int with_owner) {
   int alloc = ALLOC_RAW;
-  OwnTensor* t = owner != NULL
+  OwnTensor* t = with_owner
                      ? py_block(ndim, &alloc)
                      : PyMem_RawMalloc(sizeof(OwnTensor) + sizeof(int64_t) * 2 * (size_t)ndim);
   if (t == NULL) {
@@ -122,13 +139,30 @@ OwnTensor* own_new(int ndim, PyObject* owner) {
   t->dl.shape = t->storage;
   t->dl.strides = t->storage + ndim;
   t->dl.byte_offset = 0;
-  t->owner = Py_XNewRef(owner);
+  t->owner = NULL;
   t->mv = NULL;
   t->ml = NULL;
   t->flags = 0;
   t->py_alloc = alloc;
   t->exchange_fill = 0;
   t->borrowed = 0;
+  t->owner_lent = 0;
+  return t;
+}
+
+/* ... holding a new reference to `owner` (may be NULL). */
+OwnTensor* own_new(int ndim, PyObject* owner) {
+  OwnTensor* t = own_block(ndim, owner != NULL);
+  if (t != NULL) t->owner = Py_XNewRef(owner);
+  return t;
+}
+
+OwnTensor* own_new_lent(int ndim, PyObject* owner) {
+  OwnTensor* t = own_block(ndim, 1);
+  if (t != NULL) {
+    t->owner = owner;
+    t->owner_lent = 1;
+  }
   return t;
 }
 
