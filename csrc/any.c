@@ -738,8 +738,9 @@ static void remember_tensor_type(PyTypeObject* tp) {
   Py_XDECREF(old);
 }
 
-/* Everything that is not an exact hot type. */
-static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+/* Everything that is not an exact hot type; out of line, so that the hub's
+ * inline tests save no registers for it. */
+static Py_NO_INLINE int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   int64_t unused_height;
   int kind = kind_of(Py_TYPE(obj));
   if (kind == K_TENSOR) remember_tensor_type(Py_TYPE(obj));
@@ -825,7 +826,12 @@ static int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize
   }
 }
 
-int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+/* The hub's inline tests, for tvmffi_py_to_any and tvmffi_arg_to_any (`lent`:
+ * obj is a call's positional argument, which the caller holds until the call
+ * returns). */
+static inline __attribute__((always_inline)) int hub_to_any(PyObject* obj, TVMFFIAny* out,
+                                                            TempList* temps, Py_ssize_t argpos,
+                                                            int lent) {
   PyTypeObject* tp = Py_TYPE(obj);
   if (tp == &PyLong_Type) return int_to_any(obj, out, temps);
   if (tp == &PyFloat_Type) return float_to_any(PyFloat_AS_DOUBLE(obj), out);
@@ -839,7 +845,7 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
     return 0;
   }
   if (tp == &PyUnicode_Type) return tvmffi_str_to_any(obj, out, temps);
-  if (tp == tvmffi_numpy_ndarray_type) return tvmffi_ndarray_to_any(obj, out, temps, argpos);
+  if (tp == tvmffi_numpy_ndarray_type) return tvmffi_ndarray_to_any(obj, out, temps, argpos, lent);
   /* Registered classes (and Function) mostly derive from Object directly. */
   if (tp->tp_base == &TVMFFIObjectType) return object_to_any(obj, out, temps);
   /* The official binding's Tensor and its direct subclasses (tvm.runtime.Tensor):
@@ -862,6 +868,14 @@ int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t 
     return tvmffi_tensor_to_any(obj, out, temps, argpos);
   }
   return convert_slow(obj, out, temps, argpos);
+}
+
+int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  return hub_to_any(obj, out, temps, argpos, 0);
+}
+
+int tvmffi_arg_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+  return hub_to_any(obj, out, temps, argpos, 1);
 }
 
 /* Python -> owned Any, with the graph height of a container built here. */

@@ -264,6 +264,10 @@ static inline int tvmffi_compact_int(PyObject* obj, long long* v) {
  * and from objects pushed to `temps`. `argpos` names the argument in errors.
  * Returns 0 on success, -1 with a Python exception set. */
 int tvmffi_py_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
+/* The same for a call's positional argument, which the caller holds until
+ * the call returns: a NumPy array's Tensor takes no reference to it unless
+ * the callee keeps the Tensor (own_new_lent). */
+int tvmffi_arg_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
 /* Raise `cls` with a message prefixed by "argument N: " when argpos >= 0. Returns -1. */
 int tvmffi_arg_error(PyObject* cls, Py_ssize_t argpos, const char* fmt, ...);
 /* A type's version tag, assigned when it has none yet; 0 only when CPython
@@ -642,11 +646,8 @@ int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssiz
 int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
                               Py_ssize_t argpos);
 /* Same, for an object known to be a numpy.ndarray (or subclass). */
-int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos);
-/* The same for a call's positional argument, which the caller holds until
- * the call returns (the tensor takes no reference to it unless kept). */
-int tvmffi_ndarray_arg_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps,
-                              Py_ssize_t argpos);
+int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
+                          int lent);
 /* Whether the Tensor `h`, packed for the argument `arg`, is the framework
  * tensor `arg` itself seen through its exchange API's non-owning fill (torch):
  * a call returning `h` then returns `arg`. */

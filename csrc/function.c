@@ -126,11 +126,7 @@ static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call
   PyObject* res = NULL;
   int moves = 0; /* obj._move() arguments: rare, handled after packing */
   for (Py_ssize_t i = 0; i < nargs; ++i) {
-    PyObject* arg = args[i];
-    int rc = Py_TYPE(arg) == tvmffi_numpy_ndarray_type
-                 ? tvmffi_ndarray_arg_to_any(arg, &packed[i], &temps, i)
-                 : tvmffi_py_to_any(arg, &packed[i], &temps, i);
-    if (rc != 0) goto done;
+    if (tvmffi_arg_to_any(args[i], &packed[i], &temps, i) != 0) goto done;
     moves |= packed[i].type_index == kTVMFFIObjectRValueRef;
   }
   TVMFFIAny result;

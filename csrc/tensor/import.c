@@ -521,16 +521,10 @@ static Py_NO_INLINE int ndarray_new_arg(PyObject* arr, TVMFFIAny* out, TempList*
 
 /* An exact numpy.ndarray (the hub's inline test); a repeat (nop(x, x, x))
  * is answered inline. */
-int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
+int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
+                          int lent) {
   TVMFFIObjectHandle seen = converted_in_call(temps, arr);
-  if (seen == NULL) return ndarray_new_arg(arr, out, temps, argpos, 0);
-  set_tensor_any(out, seen);
-  return 0;
-}
-
-int tvmffi_ndarray_arg_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
-  TVMFFIObjectHandle seen = converted_in_call(temps, arr);
-  if (seen == NULL) return ndarray_new_arg(arr, out, temps, argpos, 1);
+  if (seen == NULL) return ndarray_new_arg(arr, out, temps, argpos, lent);
   set_tensor_any(out, seen);
   return 0;
 }

@@ -102,27 +102,27 @@ void own_deleter(void* self, int flags) {
 int tvmffi_own_release_unshared(TVMFFIObjectHandle h) {
   OwnTensor* t = (OwnTensor*)h;
   if (t->header.deleter != own_deleter || t->py_alloc == ALLOC_RAW) return 0;
-  if (__atomic_load_n(&t->header.combined_ref_count, __ATOMIC_ACQUIRE) !=
+  if (__atomic_load_n(&t->header.combined_ref_count, __ATOMIC_ACQUIRE) ==
       (((uint64_t)1 << 32) | 1)) {
-    /* Kept by the callee (or by a container of this call): from now on it
-     * keeps its owner, which the caller still holds, so the reference is
-     * taken before ours is dropped. */
-    if (t->owner_lent) {
-      Py_INCREF(t->owner);
-      t->owner_lent = 0;
-    }
-    return 0;
+    release_managed(t->mv, t->ml);
+    if (!t->owner_lent) Py_XDECREF(t->owner);
+    py_block_free(t);
+    return 1;
   }
-  release_managed(t->mv, t->ml);
-  own_drop_owner(t);
-  py_block_free(t);
-  return 1;
+  /* Kept by the callee (or by a container of this call): from now on it
+   * keeps its owner, which the caller still holds, so the reference is taken
+   * before ours is dropped. */
+  if (t->owner_lent) {
+    Py_INCREF(t->owner);
+    t->owner_lent = 0;
+  }
+  return 0;
 }
 
 /* A Tensor object of `ndim` dimensions, shape/strides pointing at its own
  * storage, with no owner yet (in Python's allocator when it will have one).
  * Data, device and dtype are left for the caller. */
-static OwnTensor* own_block(int ndim, int with_owner) {
+static inline __attribute__((always_inline)) OwnTensor* own_block(int ndim, int with_owner) {
   int alloc = ALLOC_RAW;
   OwnTensor* t = with_owner
                      ? py_block(ndim, &alloc)
