@@ -119,6 +119,18 @@ static inline void tvmffi_seq_write_end(unsigned int* seq) {
   __atomic_store_n(seq, *seq + 1, __ATOMIC_RELEASE);
 }
 #endif
+/* An object every thread is expected to load (a class's descriptor, a
+ * function looked up by name): without a GIL, deferred reference counting
+ * (3.14+) lets the interpreter load it from a dict or a variable without
+ * writing its count, which threads sharing it would otherwise all write. The
+ * garbage collector frees such an object (so it must be a tracked GC type).
+ * Returns obj. */
+static inline PyObject* tvmffi_defer_refcount(PyObject* obj) {
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030E0000
+  if (obj != NULL) (void)PyUnstable_Object_EnableDeferredRefcount(obj);
+#endif
+  return obj;
+}
 /* A lazily made global: publishes `value` (a new reference, not NULL) in
  * *slot unless another thread already did; returns what *slot holds then
  * (borrowed: the slot keeps it for the life of the process). */

@@ -733,7 +733,8 @@ static PyObject* py_get_global_func(PyObject* self, PyObject* args) {
 #endif
       ((TVMFFIPyFunction*)f)->vectorcall = function_vectorcall; /* it checks the flags */
     }
-    return f;
+    /* Looked up by name to be kept (a module global) and called from anywhere. */
+    return tvmffi_defer_refcount(f);
   }
   if (allow_missing) Py_RETURN_NONE;
   PyErr_Format(PyExc_ValueError, "global function '%s' is not registered", name);

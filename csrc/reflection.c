@@ -296,7 +296,7 @@ static PyGetSetDef fprop_getset[] = {
 static PyTypeObject FieldPropertyType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi.core.FieldProperty",
     .tp_basicsize = sizeof(FieldProperty),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, /* GC for deferred_in_class */
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, /* GC: tvmffi_defer_refcount */
     .tp_doc = "Reflected field of an FFI object type.",
     .tp_dealloc = fprop_dealloc,
     .tp_traverse = fprop_traverse,
@@ -305,18 +305,6 @@ static PyTypeObject FieldPropertyType = {
     .tp_getset = fprop_getset,
     .tp_methods = fprop_methods,
 };
-
-/* A descriptor that lives in a class dict, which every thread's attribute
- * lookup on the class hands to the interpreter: without a GIL, deferred
- * reference counting (3.14+) lets lookups skip the reference count, which
- * threads reading one field or calling one method would otherwise all write.
- * Such an object is freed by the garbage collector only, as its class is. */
-static PyObject* deferred_in_class(PyObject* descr) {
-#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030E0000
-  (void)PyUnstable_Object_EnableDeferredRefcount(descr);
-#endif
-  return descr;
-}
 
 static const TVMFFITypeInfo* type_info_checked(int type_index) {
   const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(type_index);
@@ -350,7 +338,7 @@ static PyObject* py_field_property(PyObject* m, PyObject* args) {
     Py_DECREF(p);
     return NULL;
   }
-  return deferred_in_class((PyObject*)p);
+  return tvmffi_defer_refcount((PyObject*)p); /* in a class dict */
 }
 
 /* ---- MethodDescriptor ---------------------------------------------------- */
@@ -416,7 +404,7 @@ static PyObject* mdesc_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
   self->func_vectorcall = PyVectorcall_Function(func);
   self->vectorcall = mdesc_vectorcall;
   self->doc = Py_NewRef(doc);
-  return deferred_in_class((PyObject*)self);
+  return tvmffi_defer_refcount((PyObject*)self); /* in a class dict */
 }
 
 static PyObject* mdesc_get_func(PyObject* op, void* c) {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import tvmffi
 import tvmffi.testing as testing
@@ -434,3 +435,50 @@ def test_object_field_written_while_other_threads_read_it() -> None:
             assert obj.v_str.startswith(("s", "a string")), obj.v_str
 
     start_together([writer] + [reader] * (EIGHT - 1))
+
+
+def test_handles_threads_share_are_freed_once_unreachable() -> None:
+    # A function looked up by name and a class's field and method descriptors are
+    # loaded by every thread without their counts written (deferred reference
+    # counting on a free-threaded build): the garbage collector still frees them.
+    import gc
+    import weakref
+
+    f = tvmffi.get_global_func("testing.add_one")
+    gone_f = weakref.ref(f)
+    results: list[int] = []
+
+    def calls(g: Any) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(ROUNDS):
+                results.append(g(i))
+
+        return run
+
+    bodies = [calls(f) for _ in range(EIGHT)]
+    start_together(bodies)
+    assert sorted(results) == sorted(list(range(1, ROUNDS + 1)) * EIGHT)
+    del f, bodies
+    gc.collect()
+    assert gone_f() is None
+
+    # A method over a Python function that refers back to its class: a cycle through
+    # the descriptor, which the collector sees.
+    from tvmffi._core import MethodDescriptor
+
+    def make_class() -> type:
+        class Holder:
+            pass
+
+        def method(self: Any) -> type:
+            return Holder
+
+        Holder.m = MethodDescriptor(method)  # type: ignore[attr-defined]
+        return Holder
+
+    holder = make_class()
+    assert holder().m() is holder  # type: ignore[attr-defined]
+    gone_cls = weakref.ref(holder)
+    del holder
+    gc.collect()
+    assert gone_cls() is None
