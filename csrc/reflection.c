@@ -735,6 +735,28 @@ static int map_collect(TVMFFIObjectHandle map, TVMFFIObjectHandle iter_fn, int w
   return rc;
 }
 
+/* The map's size, then its entries in *items (PyMem, owned, *count values;
+ * NULL for an empty map). 0 or -1 with an error set (nothing to free). */
+static int map_take(TVMFFIObjectHandle map, TVMFFIObjectHandle size_fn,
+                    TVMFFIObjectHandle iter_fn, int per, int what, TVMFFIAny** items,
+                    Py_ssize_t* count) {
+  TVMFFIAny arg = {.type_index = tvmffi_type_index_of(map), .v_obj = (TVMFFIObject*)map};
+  TVMFFIAny size;
+  if (call_handle(size_fn, &arg, 1, &size) != 0) return -1;
+  Py_ssize_t n = size.type_index == kTVMFFIInt ? (Py_ssize_t)size.v_int64 : 0;
+  tvmffi_any_release(&size);
+  if (n <= 0) return 0;
+  /* Still no Python code since the size query: the map cannot have changed. */
+  *items = PyMem_Calloc((size_t)n * (size_t)per, sizeof(TVMFFIAny));
+  if (*items == NULL) return PyErr_NoMemory(), -1;
+  *count = n * per;
+  if (map_collect(map, iter_fn, what, *items, count) == 0) return 0;
+  for (Py_ssize_t i = 0; i < *count; ++i) tvmffi_any_release(&(*items)[i]);
+  PyMem_Free(*items);
+  *items = NULL;
+  return -1;
+}
+
 /* _map_snapshot(map, size_fn, iter_fn, what) -> tuple of keys (what 0),
  * values (1) or (key, value) pairs (3), taken atomically (see map_collect). */
 static PyObject* py_map_snapshot(PyObject* m, PyObject* const* args, Py_ssize_t nargs) {
@@ -751,19 +773,21 @@ static PyObject* py_map_snapshot(PyObject* m, PyObject* const* args, Py_ssize_t 
   TVMFFIObjectHandle size_fn = tvmffi_object_handle(args[1]);
   TVMFFIObjectHandle iter_fn = tvmffi_object_handle(args[2]);
   if (map == NULL || size_fn == NULL || iter_fn == NULL) return NULL;
-  TVMFFIAny arg = {.type_index = tvmffi_type_index_of(map), .v_obj = (TVMFFIObject*)map};
-  TVMFFIAny size;
-  if (call_handle(size_fn, &arg, 1, &size) != 0) return NULL;
-  Py_ssize_t n = size.type_index == kTVMFFIInt ? (Py_ssize_t)size.v_int64 : 0;
-  tvmffi_any_release(&size);
   int per = what == 3 ? 2 : 1;
-  if (n <= 0) return PyTuple_New(0);
-  /* Still no Python code since the size query: the map cannot have changed. */
-  TVMFFIAny* items = PyMem_Calloc((size_t)n * (size_t)per, sizeof(TVMFFIAny));
-  if (items == NULL) return PyErr_NoMemory();
-  Py_ssize_t count = n * per;
-  int rc = map_collect(map, iter_fn, what, items, &count);
-  PyObject* res = rc == 0 ? PyTuple_New(count / per) : NULL;
+  TVMFFIAny* items = NULL;
+  Py_ssize_t count = 0;
+  int rc;
+  /* Without a GIL the map's lock (the one its mutating builtins take) is held
+   * from the size query to the last step, as the GIL is on the default build. */
+  TVMFFI_BEGIN_RUNTIME(map);
+  rc = map_take(map, size_fn, iter_fn, per, what, &items, &count);
+  TVMFFI_END_RUNTIME();
+  if (rc != 0) return NULL;
+  if (count == 0) {
+    PyMem_Free(items);
+    return PyTuple_New(0);
+  }
+  PyObject* res = PyTuple_New(count / per);
   Py_ssize_t i = 0;
   for (; res != NULL && i + per <= count; i += per) {
     /* Each conversion consumes its value, also when it fails. */

@@ -482,3 +482,38 @@ def test_handles_threads_share_are_freed_once_unreachable() -> None:
     del holder
     gc.collect()
     assert gone_cls() is None
+
+
+def test_runtime_dict_snapshots_while_other_threads_mutate_it() -> None:
+    # keys()/values()/items() of a runtime Dict are one step for other threads (the
+    # size query and the whole walk hold the Dict's lock): never a torn entry, while
+    # writers grow the table (rehashing it) and shrink it again.
+    d = tvmffi.Dict({k: 2 * k for k in range(64)})
+    finished: list[int] = []
+    writers = 4
+
+    def writer(t: int) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                for _ in range(5):
+                    keys = range(64 + t * 1000, 64 + t * 1000 + 400)
+                    for key in keys:
+                        d[key] = 2 * key
+                    for key in keys:
+                        del d[key]
+            finally:
+                finished.append(t)
+
+        return run
+
+    def reader() -> None:
+        snapshots = 0
+        while snapshots < 20 or len(finished) < writers:  # until every writer is done
+            pairs = list(d.items())
+            assert all(isinstance(k, int) and v == 2 * k for k, v in pairs)
+            assert len(pairs) >= 64
+            assert all(isinstance(v, int) for v in d.values())
+            snapshots += 1
+
+    start_together([writer(t) for t in range(writers)] + [reader] * 4)
+    assert dict(d.items()) == {k: 2 * k for k in range(64)}
