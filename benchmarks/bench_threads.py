@@ -25,10 +25,12 @@ load lowers the multi-thread rows.
 
 Each loop reads its handles from local variables, with the call on a line of its
 own: CPython 3.14 then loads them without touching their reference count
-(``LOAD_FAST_BORROW``). A closure cell, a global or ``for _ in r: f()`` on one line
-(``STORE_FAST_LOAD_FAST``) counts a reference per call, and on a free-threaded
-build every thread then writes the shared object's count: that costs both bindings
-alike (~250 ns a call on two cores) and measures CPython, not the binding.
+(``LOAD_FAST_BORROW``), for both bindings alike. A closure cell, a global or
+``for _ in r: f()`` on one line (``STORE_FAST_LOAD_FAST``) counts a reference per
+call unless the object uses deferred reference counting, and on a free-threaded
+build every thread then writes the shared object's count (~300 ns a call on two
+cores). tvmffi's functions looked up by name and its field and method descriptors
+are deferred there; the official binding's handles are not.
 """
 
 from __future__ import annotations

@@ -123,11 +123,14 @@ static inline void tvmffi_seq_write_end(unsigned int* seq) {
  * function looked up by name): without a GIL, deferred reference counting
  * (3.14+) lets the interpreter load it from a dict or a variable without
  * writing its count, which threads sharing it would otherwise all write. The
- * garbage collector frees such an object (so it must be a tracked GC type).
- * Returns obj. */
+ * garbage collector frees such an object, so it must be of a GC type (one
+ * that starts untracked is tracked here, fully built). Returns obj. */
 static inline PyObject* tvmffi_defer_refcount(PyObject* obj) {
 #if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030E0000
-  if (obj != NULL) (void)PyUnstable_Object_EnableDeferredRefcount(obj);
+  if (obj != NULL && PyType_IS_GC(Py_TYPE(obj))) {
+    if (!PyObject_GC_IsTracked(obj)) PyObject_GC_Track(obj);
+    (void)PyUnstable_Object_EnableDeferredRefcount(obj);
+  }
 #endif
   return obj;
 }

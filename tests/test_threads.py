@@ -517,3 +517,20 @@ def test_runtime_dict_snapshots_while_other_threads_mutate_it() -> None:
 
     start_together([writer(t) for t in range(writers)] + [reader] * 4)
     assert dict(d.items()) == {k: 2 * k for k in range(64)}
+
+
+def test_shared_handles_use_deferred_reference_counts_without_a_gil() -> None:
+    # On a free-threaded build (3.14+) the interpreter loads these without writing
+    # their counts; CPython shows such an object's count with its large deferred bias.
+    import pytest
+
+    gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+    if gil or sys.version_info < (3, 14):
+        pytest.skip("deferred reference counting: a free-threaded 3.14+ without the GIL")
+    bias = 1 << 40
+    f = tvmffi.get_global_func("testing.add_one")
+    field = type(testing.TestIntPair(1, 2)).__dict__["a"]
+    method = type(testing.TestIntPair(1, 2)).__dict__["sum"]
+    for obj in (f, field, method):
+        assert sys.getrefcount(obj) > bias, type(obj).__name__
+    assert f(41) == 42
