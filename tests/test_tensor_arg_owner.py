@@ -98,6 +98,8 @@ def test_threads_sharing_arrays_keep_counts_and_data() -> None:
         for i in range(3):
             assert float(_from_tensor(arr_list[i])[0, 0]) == i
     assert [sys.getrefcount(a) for a in arrays] == [n + 48 for n in before]
-    del held, kept, arr_list
+    del held, arr_list
+    for per in kept:
+        per.clear()
     gc.collect()
     assert [sys.getrefcount(a) for a in arrays] == before
