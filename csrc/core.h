@@ -150,6 +150,17 @@ static inline PyObject* tvmffi_publish_once(PyObject** slot, PyObject* value) {
   return value;
 #endif
 }
+/* `module.attr`, imported on first use and kept in *slot for the life of the
+ * process (borrowed), or NULL with the import's error. */
+static inline PyObject* tvmffi_import_once(PyObject** slot, const char* module, const char* attr) {
+  PyObject* known = TVMFFI_LOAD_PTR(*slot);
+  if (known != NULL) return known;
+  PyObject* mod = PyImport_ImportModule(module);
+  if (mod == NULL) return NULL;
+  PyObject* value = PyObject_GetAttrString(mod, attr);
+  Py_DECREF(mod);
+  return value == NULL ? NULL : tvmffi_publish_once(slot, value);
+}
 /* A type's current version tag (CPython changes it under its own lock). */
 static inline unsigned int tvmffi_tag_of(PyTypeObject* tp) {
   return TVMFFI_RELAXED_LOAD(tp->tp_version_tag);

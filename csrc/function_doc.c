@@ -27,13 +27,7 @@ typedef struct {
 static PyObject* g_describe = NULL;
 
 static PyObject* describe_helper(void) {
-  PyObject* known = TVMFFI_LOAD_PTR(g_describe);
-  if (known != NULL) return known;
-  PyObject* mod = PyImport_ImportModule("tvmffi._function_doc");
-  if (mod == NULL) return NULL;
-  PyObject* describe = PyObject_GetAttrString(mod, "describe");
-  Py_DECREF(mod);
-  return describe == NULL ? NULL : tvmffi_publish_once(&g_describe, describe);
+  return tvmffi_import_once(&g_describe, "tvmffi._function_doc", "describe");
 }
 
 /* The descriptors are reachable as Function.__dict__[name] and may be handed

@@ -7,13 +7,7 @@
 static PyObject* g_void_p;
 
 PyObject* tvmffi_ctypes_void_p(void) {
-  PyObject* known = TVMFFI_LOAD_PTR(g_void_p);
-  if (known != NULL) return known;
-  PyObject* ctypes = PyImport_ImportModule("ctypes");
-  if (ctypes == NULL) return NULL;
-  PyObject* void_p = PyObject_GetAttrString(ctypes, "c_void_p");
-  Py_DECREF(ctypes);
-  return void_p == NULL ? NULL : tvmffi_publish_once(&g_void_p, void_p);
+  return tvmffi_import_once(&g_void_p, "ctypes", "c_void_p");
 }
 
 static PyObject* py_tvm_ffi_version(PyObject* self, PyObject* unused) {
