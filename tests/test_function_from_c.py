@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import weakref
 
 import pytest
 
@@ -42,22 +43,31 @@ def test_from_extern_c_keeps_the_object_alive() -> None:
     assert sys.getrefcount(keep_alive) == base
 
 
-def test_from_mlir_packed_safe_call() -> None:
-    f = tvmffi.Function.__from_mlir_packed_safe_call__(mlir_add_one_symbol())
-    assert f(1) == 2
-    assert f(2) == 3
-    keep_alive = object()
-    base = sys.getrefcount(keep_alive)
-    g = tvmffi.Function.__from_mlir_packed_safe_call__(
-        mlir_add_one_symbol(), keep_alive_object=keep_alive
+def test_mlir_packed_safe_call_symbol_behaves_like_any_function() -> None:
+    class Owner:  # stands for the JIT engine that owns the compiled code
+        pass
+
+    owner = Owner()
+    gone = weakref.ref(owner)
+    f = tvmffi.Function.__from_mlir_packed_safe_call__(
+        mlir_add_one_symbol(), keep_alive_object=owner
     )
+    del owner
+    # Called from Python and from C (testing.apply).
+    assert [f(v) for v in (-5, 0, 2**20)] == [-4, 1, 2**20 + 1]
+    assert tvmffi.get_global_func("testing.apply")(f, 99) == 100
+    # The symbol's own type check surfaces as TypeError, and the function still works after.
     with pytest.raises(TypeError):
-        g(None)
-    assert g(5) == 6
-    assert sys.getrefcount(keep_alive) == base + 1
-    del g
+        f("seven")
+    assert f(6) == 7
+    # Stored in a container, the function (and what it keeps alive) outlives the Python name.
+    held = tvmffi.Array([f])
+    del f
     gc.collect()
-    assert sys.getrefcount(keep_alive) == base
+    assert gone() is not None and held[0](1) == 2
+    del held
+    gc.collect()
+    assert gone() is None
 
 
 @pytest.mark.parametrize(

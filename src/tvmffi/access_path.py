@@ -18,14 +18,14 @@ __all__ = ["AccessKind", "AccessPath", "AccessStep"]
 
 
 class AccessKind(IntEnum):
-    """Kinds of access steps."""
+    """What one access step reaches (the runtime's enum values).
 
-    ATTR = 0
-    ARRAY_ITEM = 1
-    MAP_ITEM = 2
-    ATTR_MISSING = 3
-    ARRAY_ITEM_MISSING = 4
-    MAP_ITEM_MISSING = 5
+    A field, a sequence item or a map item (0-2); the ``*_MISSING`` kinds (3-5) are
+    the same three steps to something one side of a comparison does not have.
+    """
+
+    ATTR, ARRAY_ITEM, MAP_ITEM = 0, 1, 2
+    ATTR_MISSING, ARRAY_ITEM_MISSING, MAP_ITEM_MISSING = 3, 4, 5
 
 
 @register_object("ffi.reflection.AccessStep", init=False)

@@ -62,50 +62,14 @@ def _normalize_index(length: int, idx: SupportsIndex) -> int:
     return index + length if index < 0 else index
 
 
-def _ne(self: Any, other: object) -> Any:
-    result = self.__eq__(other)
-    return result if result is NotImplemented else not result
+def _negated(self: Any, other: object) -> Any:
+    """``!=`` as the negation of the class's own ``==`` (``NotImplemented`` passes through)."""
+    same = self.__eq__(other)
+    return same if same is NotImplemented else not same
 
 
-def _related(a: object, b: object) -> bool:
-    """Whether one of the two is an instance of the other's type."""
-    return isinstance(b, type(a)) or isinstance(a, type(b))
-
-
-def _recursive_eq(a: object, b: object) -> bool:
+def _structurally_equal(a: object, b: object) -> bool:
     return bool(_g("ffi.RecursiveEq")(a, b))
-
-
-def _converted(kind: type, value: object, failure: Any) -> Any:
-    """``kind(value)``, or ``failure`` when the container refuses the value."""
-    try:
-        return kind(value)
-    except (TypeError, ValueError):
-        return failure
-
-
-def _is_plain_sequence(value: object) -> bool:
-    """A Python sequence compared by content (strings and bytes are values)."""
-    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
-
-
-def _sequence_peer(this: object, other: object) -> Any:
-    """What ``this`` compares with structurally for ``this == other``: ``other`` itself
-    when of a related type, a plain sequence converted to ``this``'s type, otherwise
-    ``NotImplemented``."""
-    if _related(this, other):
-        return other
-    if not _is_plain_sequence(other):
-        return NotImplemented
-    return _converted(type(this), other, NotImplemented)
-
-
-def _sequence_contains(this: Any, value: object, ffi_contains: str) -> bool:
-    """Runtime containment, then a structural one for nested plain sequences."""
-    if _g(ffi_contains)(this, value):
-        return True
-    probe = _converted(type(this), value, None) if _is_plain_sequence(value) else None
-    return probe is not None and any(item == probe for item in this)
 
 
 class _FFISequence(Object):
@@ -137,14 +101,30 @@ class _FFISequence(Object):
             i += 1
 
     def __contains__(self, value: object) -> bool:
-        return _sequence_contains(self, value, self._contains)
+        # The runtime's containment test compares objects by identity, and a list or
+        # tuple would become a fresh Array there, never found: containers are looked
+        # for element by element with ``==``, everything else by the runtime.
+        if isinstance(value, (list, tuple, _FFISequence, _MapBase)):
+            return any(item == value for item in self)
+        try:
+            return bool(_g(self._contains)(self, value))
+        except TypeError:  # a value the FFI cannot hold is in no FFI sequence
+            return False
 
     def __eq__(self, other: object) -> bool:
-        """Structural equality; plain lists and tuples compare by content."""
-        peer = _sequence_peer(self, other)
-        return NotImplemented if peer is NotImplemented else _recursive_eq(self, peer)
+        """Structural equality (``ffi.RecursiveEq``) with an Array/List, or a list/tuple
+        (compared as this container type holding its items); else ``NotImplemented``."""
+        if isinstance(other, _FFISequence):
+            return _structurally_equal(self, other)
+        if not isinstance(other, (list, tuple)):
+            return NotImplemented
+        try:
+            peer = type(self)(other)  # type: ignore[call-arg]
+        except (TypeError, ValueError):  # items the FFI cannot hold: not equal
+            return False
+        return _structurally_equal(self, peer)
 
-    __ne__ = _ne
+    __ne__ = _negated
 
     def __hash__(self) -> int:
         """Structural hash (``ffi.RecursiveHash``)."""
@@ -224,37 +204,39 @@ class List(_FFISequence, MutableSequence[Any]):
         _init_handle(self, _g("ffi.List"), *input_list)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, slice):
-            replacement = list(value)
-            start, stop, step = index.indices(len(self))
-            if step != 1:
-                targets = range(start, stop, step)
-                if len(replacement) != len(targets):
-                    raise ValueError(
-                        f"attempt to assign sequence of size {len(replacement)} "
-                        f"to extended slice of size {len(targets)}"
-                    )
-                setitem = _g("ffi.ListSetItem")
-                for i, item in zip(targets, replacement, strict=True):
-                    setitem(self, i, item)
-                return
-            _g("ffi.ListReplaceSlice")(self, start, max(start, stop), List(replacement))
+        """``lst[i] = v``; ``lst[a:b] = items`` replaces a run (any length); an extended
+        slice (``lst[a:b:k] = items``) takes exactly as many items as it selects."""
+        if not isinstance(index, slice):
+            _g("ffi.ListSetItem")(self, _normalize_index(len(self), index), value)
             return
-        _g("ffi.ListSetItem")(self, _normalize_index(len(self), index), value)
+        items = list(value)  # first: ``value`` may be this very list, or a generator
+        span = range(*index.indices(len(self)))
+        if span.step == 1:
+            # An empty run (``lst[3:1]``) is an insertion point at its start.
+            _g("ffi.ListReplaceSlice")(self, span.start, max(span.start, span.stop), items)
+            return
+        if len(items) != len(span):
+            raise ValueError(
+                f"attempt to assign sequence of size {len(items)} "
+                f"to extended slice of size {len(span)}"
+            )
+        for position, item in zip(span, items, strict=True):
+            _g("ffi.ListSetItem")(self, position, item)
 
     def __delitem__(self, index: Any) -> None:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            if step == 1:
-                _g("ffi.ListEraseRange")(self, start, max(start, stop))
-                return
-            # Highest index first, so earlier deletions do not shift later ones.
-            targets = range(start, stop, step)
-            erase = _g("ffi.ListErase")
-            for i in reversed(targets) if step > 0 else targets:
-                erase(self, i)
+        """``del lst[i]``, or every element a slice selects."""
+        if not isinstance(index, slice):
+            _g("ffi.ListErase")(self, _normalize_index(len(self), index))
             return
-        _g("ffi.ListErase")(self, _normalize_index(len(self), index))
+        span = range(*index.indices(len(self)))
+        ascending = span if span.step > 0 else span[::-1]
+        if not ascending:
+            return
+        if ascending.step == 1:
+            _g("ffi.ListEraseRange")(self, ascending.start, ascending.stop)
+            return
+        for position in reversed(ascending):  # from the back: earlier positions stay put
+            _g("ffi.ListErase")(self, position)
 
     def insert(self, index: int, value: Any) -> None:
         """Insert ``value`` before ``index`` (clamped like ``list.insert``: a slice start)."""
@@ -397,9 +379,9 @@ class _MapBase(Object):
 
     def __eq__(self, other: object) -> bool:
         """Structural equality with a Map or Dict; other values are ``NotImplemented``."""
-        return _recursive_eq(self, other) if _related(self, other) else NotImplemented
+        return _structurally_equal(self, other) if isinstance(other, _MapBase) else NotImplemented
 
-    __ne__ = _ne
+    __ne__ = _negated
 
     def __hash__(self) -> int:
         """Structural hash (``ffi.RecursiveHash``)."""

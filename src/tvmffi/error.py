@@ -19,7 +19,7 @@ import contextlib
 import traceback
 import weakref
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 from . import _core
 from ._core import Object
@@ -105,41 +105,33 @@ _BUILTIN_KINDS = (
     "MemoryError",
 )
 
-_E = TypeVar("_E", bound=type[BaseException])
+
+def _bind_kind(kind: str | None, klass: Any) -> Any:
+    """Make ``klass`` the exception of FFI errors of ``kind`` (its name when ``None``)."""
+    if not (isinstance(klass, type) and issubclass(klass, BaseException)):
+        raise TypeError(f"register_error expects an exception class, got {klass!r}")
+    kind = klass.__name__ if kind is None else kind
+    _KIND_TO_CLASS[kind] = klass
+    _CLASS_TO_KIND[klass] = kind
+    # A subclass seen before may now resolve to this kind: forget what was cached.
+    _CLASS_FACTS.clear()
+    return klass
 
 
-def register_error(
-    name_or_cls: str | type[BaseException] | None = None,
-    cls: type[BaseException] | None = None,
-) -> Any:
-    """Map an FFI error kind to a Python exception class (official signature).
+def register_error(name_or_cls: Any = None, cls: Any = None) -> Any:
+    """Raise ``cls`` for FFI errors of a kind, and send ``cls`` out as that kind.
 
-    ``register_error("Kind", Cls)`` maps kind ``"Kind"`` to ``Cls``;
-    ``register_error(Cls)`` and ``@register_error`` use the class name as the
-    kind; ``@register_error("Kind")`` and ``@register_error()`` are decorators.
-    Errors of that kind raised on the FFI side surface as the class; the class
-    raised in a Python callback crosses as that kind. Returns the class (or the
-    decorator).
+    Three spellings, as in the official binding: ``@register_error`` (the kind is the
+    class name), ``@register_error("Kind")``, and ``register_error("Kind", cls)``, which
+    returns ``cls``. Anything but an exception class raises ``TypeError``.
     """
     if isinstance(name_or_cls, type):
-        cls = name_or_cls
-        name_or_cls = cls.__name__
-    if name_or_cls is not None and (not isinstance(name_or_cls, str) or not name_or_cls):
-        raise TypeError("error kind must be a non-empty str or an exception class")
-    kind_given: str | None = name_or_cls
-
-    def register(klass: _E) -> _E:
-        if not (isinstance(klass, type) and issubclass(klass, BaseException)):
-            raise TypeError(f"{klass!r} is not an exception class")
-        kind = kind_given if kind_given is not None else klass.__name__
-        _KIND_TO_CLASS[kind] = klass
-        _CLASS_TO_KIND[klass] = kind
-        _CLASS_FACTS.clear()  # a subclass may resolve to this kind now
-        return klass
-
-    if cls is None:
-        return register
-    return register(cls)
+        return _bind_kind(None, name_or_cls)
+    if name_or_cls is not None and not (isinstance(name_or_cls, str) and name_or_cls):
+        raise TypeError(f"register_error expects a kind name or a class, got {name_or_cls!r}")
+    if cls is not None:
+        return _bind_kind(name_or_cls, cls)
+    return lambda klass: _bind_kind(name_or_cls, klass)
 
 
 def _make_builtin_subclass(name: str) -> type[Error]:

@@ -13,7 +13,6 @@ import ctypes
 import os
 import sys
 from collections.abc import Callable, Iterable
-from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -209,25 +208,25 @@ def _find_library_by_basename(
     )
 
 
-def _chosen(resolved: Path, verdict: bool | Path) -> str | None:
-    """What a condition's verdict on ``resolved`` picks: ``True`` the path itself, a
-    :class:`~pathlib.Path` that path instead, anything else nothing."""
-    if isinstance(verdict, Path):
-        return str(verdict)
-    return str(resolved) if verdict is True else None
-
-
 def _resolve_and_validate(paths: Iterable[Path], cond: Callable[[Path], bool | Path]) -> str | None:
-    """The first path :func:`_chosen` by ``cond`` on each of ``paths`` resolved (lazily:
-    later paths are not resolved); ``None`` when none is. A candidate that cannot be
-    resolved or checked (``OSError``, ``AssertionError``) counts as rejected; other
-    errors propagate. The official binding's private helper, which TVM's ``libinfo``
-    and RPC server call; the library lookup above uses it too.
+    """The first of ``paths`` that ``cond`` accepts, as a string; ``None`` if none does.
+
+    Each path is resolved before ``cond`` sees it. ``cond`` answers ``True`` (take the
+    resolved path), a ``Path`` (take that one instead) or ``False``; a candidate whose
+    check fails an assertion, or that cannot be resolved, is passed over. Other
+    exceptions from ``cond`` propagate.
     """
-    for path in paths:
-        with suppress(OSError, AssertionError):
-            resolved = path.resolve()
-            picked = _chosen(resolved, cond(resolved))
-            if picked is not None:
-                return picked
+    for candidate in paths:
+        try:
+            real = candidate.resolve()
+        except (OSError, RuntimeError):  # unreadable, or a symlink loop (before 3.13)
+            continue
+        try:
+            verdict = cond(real)
+        except AssertionError:
+            continue
+        if isinstance(verdict, Path):
+            return str(verdict)
+        if verdict:
+            return str(real)
     return None

@@ -823,21 +823,22 @@ def _type_cls_to_type_info(type_cls: type) -> TypeInfo | None:
 
 
 def _lookup_type_attr(type_index: int, attr_key: str, ancestor: bool = False) -> Any:
-    """Value of the type attribute ``attr_key`` of a type (or, with ``ancestor``, its nearest
-    ancestor having one); ``None`` when absent."""
-    value = _core._lookup_type_attr(type_index, attr_key)
-    if value is not None or not ancestor:
-        return value
+    """The type attribute ``attr_key`` registered on ``type_index``, or ``None``.
+
+    With ``ancestor=True`` a type without its own value inherits the one of its
+    closest ancestor that has one. An index the runtime does not know has no
+    attributes (``None``), rather than an error.
+    """
+    own = _core._lookup_type_attr(type_index, attr_key)
+    if own is not None or not ancestor:
+        return own
     try:
-        _check_type_index(type_index)
-    except ValueError:  # no such type: no attribute, as officially
+        _check_type_index(type_index)  # the runtime aborts on type info of an unknown one
+    except ValueError:
         return None
-    ancestors = _type_info_by_index(type_index).ancestors
-    for anc in reversed(ancestors):
-        value = _core._lookup_type_attr(anc, attr_key)
-        if value is not None:
-            return value
-    return None
+    lineage = _type_info_by_index(type_index).ancestors
+    inherited = (_core._lookup_type_attr(i, attr_key) for i in lineage[::-1])
+    return next((value for value in inherited if value is not None), None)
 
 
 _register_class(OpaquePyObject, "ffi.OpaquePyObject", install=False, init=False)

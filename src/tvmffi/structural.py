@@ -486,32 +486,34 @@ def _typed_with_region_kind(callbacks: Any, api_name: str) -> list[tuple[int, Ca
     return [(index, _with_region_kind(fn)) for index, fn in _typed(callbacks, api_name)]
 
 
-def _bind_error(sig: inspect.Signature, count: int) -> TypeError | None:
-    """Why ``sig`` cannot take ``count`` positional arguments (``None`` when it can)."""
-    try:
-        sig.bind(*range(count))
-    except TypeError as err:
-        return err
-    return None
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 def _accepts_inplace_mode(callback: Callable[..., Any]) -> bool:
-    """Whether a mutate callback takes the optional third ``inplace_mode`` argument;
-    ``TypeError`` when it takes neither three arguments nor two. A callable without a
-    signature (some builtins) is taken to want two."""
+    """Whether a ``structural_mutate`` callback takes the third argument ``inplace_mode``.
+
+    Read from the callback's signature: ``True`` when three positional arguments fit,
+    ``False`` when only ``(value, mutator)`` do (or the signature cannot be read, as for
+    some builtins); ``TypeError`` when neither form can be called.
+    """
     try:
-        sig = inspect.signature(callback)
+        params = list(inspect.signature(callback).parameters.values())
     except (TypeError, ValueError):
         return False
-    if _bind_error(sig, 3) is None:
-        return True
-    two = _bind_error(sig, 2)
-    if two is not None:
+    positional = [p for p in params if p.kind in _POSITIONAL]
+    needed = sum(p.default is inspect.Parameter.empty for p in positional)
+    varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+    room = 3 if varargs else len(positional)
+    keyword_needed = any(
+        p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty
+        for p in params
+    )
+    if keyword_needed or needed > 3 or room < 2:
         raise TypeError(
-            "structural_mutate callback must accept (value, mutator) or "
-            "(value, mutator, inplace_mode)"
-        ) from two
-    return False
+            f"structural_mutate callback {callback!r} must accept (value, mutator) "
+            "or (value, mutator, inplace_mode)"
+        )
+    return room >= 3
 
 
 # ---- traversals -------------------------------------------------------------------

@@ -265,23 +265,32 @@ _VAR_RANGES: dict[str, tuple[int, int]] = {
 }
 
 
-def c_string(text: str) -> str:
-    """A C string literal holding ``text`` (UTF-8), safe for any content.
+def _byte_spelling(byte: int) -> str:
+    """How one byte of UTF-8 text is written inside a C string literal."""
+    char = chr(byte)
+    if char in '"\\?':  # '?' too: no trigraph can form
+        return "\\" + char
+    if 0x20 <= byte < 0x7F:
+        return char
+    # Always three octal digits: the next byte can never extend the escape.
+    return {0x0A: "\\n", 0x09: "\\t"}.get(byte, f"\\{byte:03o}")
 
-    A lone surrogate (which no UTF-8 text can hold) is written as its
-    ``\\udXXX`` escape, so the runtime string stays valid UTF-8.
+
+_C_BYTE = tuple(_byte_spelling(b) for b in range(256))
+_LITERAL_PIECE = 64  # bytes per piece: compilers cap the length of one literal
+
+
+def c_string(text: str) -> str:
+    """``text`` as a C string literal (UTF-8; ``sizeof - 1`` is its byte length).
+
+    Long text becomes adjacent literals on consecutive lines, which C joins into one.
     """
-    out = ['"']
-    for byte in text.encode("utf-8", "backslashreplace"):
-        ch = chr(byte)
-        if ch == '"' or ch == "\\":
-            out.append("\\" + ch)
-        elif 0x20 <= byte < 0x7F and ch != "?":  # '?' would allow trigraphs
-            out.append(ch)
-        else:
-            out.append(f"\\{byte:03o}")
-    out.append('"')
-    return "".join(out)
+    data = text.encode("utf-8")
+    pieces = [
+        '"' + "".join(_C_BYTE[b] for b in data[at : at + _LITERAL_PIECE]) + '"'
+        for at in range(0, len(data), _LITERAL_PIECE)
+    ]
+    return "\n    ".join(pieces) if pieces else '""'
 
 
 def _c_int(value: int) -> str:

@@ -112,28 +112,32 @@ def embed_cubin(
         print(f"wrote {output_obj_path}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line entry point (``python -m tvmffi.utils.embed_cubin``)."""
-    parser = argparse.ArgumentParser(
+def _parser() -> argparse.ArgumentParser:
+    cli = argparse.ArgumentParser(
         prog="python -m tvmffi.utils.embed_cubin",
-        description="Embed a CUBIN into an object file that uses TVM_FFI_EMBED_CUBIN(name).",
+        description="Embed a CUBIN into an object file for TVM_FFI_EMBED_CUBIN(name).",
     )
-    parser.add_argument("--output-obj", required=True, metavar="PATH")
-    parser.add_argument("--input-obj", required=True, metavar="PATH")
-    parser.add_argument("--cubin", required=True, metavar="PATH")
-    parser.add_argument("--name", required=True, metavar="NAME")
-    parser.add_argument("-v", "--verbose", action="store_true")
-    args = parser.parse_args(argv)
+    for flag, meaning in (
+        ("--input-obj", "the object compiled from the source that uses TVM_FFI_EMBED_CUBIN"),
+        ("--output-obj", "where to write the object with the CUBIN inside"),
+        ("--cubin", "the CUBIN file"),
+        ("--name", "the name given to TVM_FFI_EMBED_CUBIN (a C identifier)"),
+    ):
+        cli.add_argument(flag, required=True, help=meaning)
+    cli.add_argument("--verbose", action="store_true", help="print each tool command")
+    return cli
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry; returns the exit status (1 with the reason on stderr on failure)."""
+    opts = _parser().parse_args(argv)
     try:
         embed_cubin(
-            Path(args.cubin), Path(args.input_obj), Path(args.output_obj), args.name, args.verbose
+            Path(opts.cubin), Path(opts.input_obj), Path(opts.output_obj), opts.name, opts.verbose
         )
-    except (FileNotFoundError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+    except (OSError, ValueError, RuntimeError) as err:
+        print(f"embed_cubin: {err}", file=sys.stderr)
         return 1
-    except RuntimeError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     return 0
 
 
