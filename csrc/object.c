@@ -503,7 +503,7 @@ static PyObject* object_init_by_constructor(PyObject* op, PyObject* const* args,
   return res;
 }
 
-/* Pickling goes through the runtime's JSON graph, in Python (tvmffi/object.py). */
+/* Pickling goes through the runtime's JSON graph, in Python (tvmffi/_pickle_hooks.py). */
 static PyObject* g_reduce_hook;
 static PyObject* g_setstate_hook;
 

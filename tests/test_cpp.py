@@ -380,6 +380,21 @@ def test_embed_cubin_utility_and_object_output(tmp_path: Path) -> None:
         embed_cubin(tmp_path / "none.cubin", Path(obj), tmp_path / "x.o", "k")
     with pytest.raises(ValueError, match="C identifier"):
         embed_cubin(tmp_path / "k.cubin", Path(obj), tmp_path / "x.o", "bad-name")
+    # The command line does the same, and reports a bad input as status 1 with the reason.
+    cubin = str(tmp_path / "k.cubin")
+
+    def cli(out: str, name: str) -> subprocess.CompletedProcess[str]:
+        args = ["--input-obj", obj, "--output-obj", out, "--cubin", cubin, "--name", name]
+        return subprocess.run(
+            [sys.executable, "-m", "tvmffi.utils.embed_cubin", *args],
+            capture_output=True,
+            text=True,
+        )
+
+    ok = cli(str(tmp_path / "cli.o"), "k")
+    assert ok.returncode == 0 and (tmp_path / "cli.o").is_file(), ok.stderr
+    bad = cli(str(tmp_path / "y.o"), "bad-name")
+    assert bad.returncode == 1 and "C identifier" in bad.stderr
 
 
 def test_config_flags_build_an_outside_library(tmp_path: Path) -> None:

@@ -742,6 +742,49 @@ def test_list_insert_clamps_like_python_lists() -> None:
         assert list(ours) == plain, index
 
 
+def test_list_slices_assign_and_delete_like_python_lists() -> None:
+    # Every slice form against a Python list doing the same (issue 39's rewrite).
+    cases = [
+        (slice(1, 3), [7]),
+        (slice(4, 1), ["x", "y"]),  # an empty run: inserted at its start
+        (slice(None, None, 2), list("abc")),
+        (slice(None, None, -1), list(range(5))),
+        (slice(-2, None), (i * i for i in range(3))),  # any iterable, read once
+        (slice(1, 4, 1), []),
+    ]
+    for key, value in cases:
+        values = list(value)
+        ours, plain = List(range(5)), list(range(5))
+        ours[key] = iter(values)
+        plain[key] = values
+        assert list(ours) == plain, key
+    for key in (slice(1, 4), slice(None, None, 3), slice(4, 0, -2), slice(3, 1), slice(None)):
+        ours, plain = List(range(6)), list(range(6))
+        del ours[key], plain[key]
+        assert list(ours) == plain, key
+    lst = List(range(4))
+    with pytest.raises(ValueError, match="size 1 to extended slice of size 2"):
+        lst[::2] = [0]
+    with pytest.raises(TypeError):
+        lst[1:2] = 5  # not iterable
+    lst[1:3] = lst  # the list itself, read before it changes
+    assert list(lst) == [0, 0, 1, 2, 3, 3]
+    with pytest.raises(IndexError, match="size: 6, got index -7"):
+        del lst[-7]
+
+
+def test_sequence_equality_and_containment_of_nested_containers() -> None:
+    inner = Array([1, 2])
+    outer = Array([inner, List(["a"]), Map({"k": 1})])
+    # A container is found by value, as in a Python list, not by identity.
+    assert Array([1, 2]) in outer and [1, 2] in outer and (1, 2) in outer
+    assert ["a"] in outer and Map({"k": 1}) in outer and [2, 1] not in outer
+    assert object() not in outer and 3 not in Array([1, 2])
+    # A list holding what the FFI cannot hold is simply not equal.
+    assert (Array([1]) == [object()]) is False and Array([1]) != [object()]
+    assert List([1]) != Array([1])  # different runtime types
+
+
 def test_sequence_and_map_equality_and_containment() -> None:
     arr = Array([1, [2, 3]])
     assert arr == [1, [2, 3]] and arr == (1, (2, 3)) and arr != [1]

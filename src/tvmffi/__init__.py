@@ -226,8 +226,10 @@ __all__ += [
 
 # Registers ffi.Module.load_from_bytes.tvmffi_dso (module libraries embedded in another).
 import builtins as _builtins  # noqa: E402  (`bool` is the dtype literal here)
+import os as _os  # noqa: E402
+import sys as _sys  # noqa: E402
 
-from . import _embedded_loader  # noqa: E402, F401
+from . import _embedded_loader, _pickle_hooks  # noqa: E402, F401  (_pickle_hooks: pickling)
 
 
 def host(*, subprocesses: _builtins.bool = True) -> None:
@@ -236,7 +238,7 @@ def host(*, subprocesses: _builtins.bool = True) -> None:
     See :func:`tvmffi.hosting.host`, which this calls (imported on first use, so that
     ``import tvmffi`` stays light).
     """
-    from .hosting import host as _host
+    from .hosting import host as _host  # import-time: see the docstring
 
     _host(subprocesses=subprocesses)
 
@@ -267,14 +269,11 @@ def _is_config_mode() -> _builtins.bool:
     The official package asks this to skip loading the runtime for ``tvm-ffi-config``;
     tvmffi's config module never needs the runtime, so this only reports.
     """
-    import os
-    import sys
-
-    main = sys.modules.get("__main__")
+    main = _sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     if getattr(spec, "name", None) in ("tvmffi.config", "tvm_ffi.config"):
         return True
-    return os.path.basename(sys.argv[0] if sys.argv else "").startswith("tvm-ffi-config")
+    return _os.path.basename(_sys.argv[0] if _sys.argv else "").startswith("tvm-ffi-config")
 
 
 def __getattr__(name: str) -> object:
@@ -286,11 +285,11 @@ def __getattr__(name: str) -> object:
     ``LIB`` is the ``ctypes.CDLL`` of that runtime (``libtvm_ffi``).
     """
     if name in _LAZY_MODULES:
-        import importlib
+        import importlib  # import-time: the lazy submodules above, on first use
 
         return importlib.import_module("." + name, __name__)
     if name in ("__version__", "__version_tuple__"):
-        from . import _version
+        from . import _version  # import-time: importlib.metadata, on first use
 
         return getattr(_version, name)
     if name == "LIB":

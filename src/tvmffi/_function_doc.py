@@ -25,6 +25,12 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
+from .function import (
+    _cached_global_func,
+    get_global_func,
+    get_global_func_metadata,
+    list_global_func_names,
+)
 from .type_schema import TypeSchema
 
 __all__ = ["describe", "note_method", "note_module_functions"]
@@ -107,9 +113,7 @@ def note_module_functions(module: Any, funcs: Iterable[tuple[str, Any]]) -> None
     wrapper, whose lookup cache holds the functions: no reference cycle forms
     through them, and the Array goes when the last noted function does.
     """
-    from .container import Array
-
-    holder = Array([module])
+    holder = _cached_global_func("ffi.Array")(module)
     for name, func in funcs:
         key = id(func)
 
@@ -121,8 +125,6 @@ def note_module_functions(module: Any, funcs: Iterable[tuple[str, Any]]) -> None
 
 def _global_origin(func: Any) -> _Origin | None:
     global _GLOBALS_SIZE
-    from .registry import get_global_func, get_global_func_metadata, list_global_func_names
-
     handle = func.__chandle__()
     names = None
     if handle not in _GLOBALS:

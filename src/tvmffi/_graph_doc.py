@@ -27,7 +27,8 @@ from itertools import accumulate
 from typing import Any
 
 from . import _core
-from .object import get_fields
+from .function import get_global_func
+from .object import _type_info_by_index, get_fields
 
 __all__ = ["checked_document", "checked_json_text", "checked_text"]
 
@@ -251,8 +252,6 @@ def _is_subtype(index: int, ancestor_key: str) -> bool:
     ancestor = _core._type_key_to_index(ancestor_key)
     if ancestor is None:
         return False
-    from .object import _type_info_by_index
-
     info: Any = _type_info_by_index(index)
     while info is not None:
         if info.type_index == ancestor:
@@ -396,8 +395,6 @@ def checked_document(value: Any) -> Any:
     value = _core._graph_check(value, DECODE_LEVEL_BYTES, False)
     if isinstance(value, str):
         return value  # not a document: the runtime reports it
-    from .registry import get_global_func
-
     text = get_global_func("ffi.json.Stringify")(value, None)
     return _checked(_parse(str(text)))
 

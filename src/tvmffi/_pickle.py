@@ -1,6 +1,6 @@
 """Pickle (and ``copy.deepcopy``) of the values the JSON graph cannot carry.
 
-``Object.__reduce__`` (:func:`tvmffi.object._reduce_hook`) asks :func:`reduce`
+``Object.__reduce__`` (:func:`tvmffi._pickle_hooks._reduce_hook`) asks :func:`reduce`
 first; what it answers ``None`` for goes through the runtime's JSON graph, and
 an object whose graph holds a tensor, a function or a module (which the JSON
 graph refuses) is sent as its reflected fields by :func:`reduce_graph`, each

@@ -14,6 +14,7 @@ graph to the runtime, whose notation (``...``, addresses) it then gets.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -69,9 +70,21 @@ def print_graph(root: Any) -> str:
         return str(runtime(root))
 
 
-def _print_fields(root: Any, runtime: Any) -> str:
-    from .container import Array, Dict, List, Map
+@functools.cache
+def _container_indices() -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
+    """Type indices of (Array and List, List, Map and Dict): containers are told apart by
+    the runtime's type, so this module needs no container classes (a layer above it)."""
+    keys = ("ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict")
+    array, lst, map_, dict_ = (int(_core._type_key_to_index(k) or -1) for k in keys)
+    return frozenset((array, lst)), frozenset((lst,)), frozenset((map_, dict_))
 
+
+def _type_index(item: Any) -> int | None:
+    return item.type_index if isinstance(item, _core.Object) else None
+
+
+def _print_fields(root: Any, runtime: Any) -> str:
+    sequences, lists, mappings = _container_indices()
     parts: list[str] = []
     open_handles: set[int] = set()  # objects and containers whose text is being written
     # Work items, last first: ("text", str), ("value", v) or ("close", handle).
@@ -93,11 +106,12 @@ def _print_fields(root: Any, runtime: Any) -> str:
             parts.append(item)
         elif kind == "close":
             open_handles.discard(item)
-        elif isinstance(item, (Array, List)):
+        elif (index := _type_index(item)) in sequences:
             pieces = _separated([("value", v) for v in item])
-            closing = "]" if isinstance(item, List) else ",)" if len(item) == 1 else ")"
-            enter(item, "[" if isinstance(item, List) else "(", closing, pieces)
-        elif isinstance(item, (Map, Dict)):
+            is_list = index in lists
+            closing = "]" if is_list else ",)" if len(item) == 1 else ")"
+            enter(item, "[" if is_list else "(", closing, pieces)
+        elif index in mappings:
             pairs = [[("value", k), ("text", ": "), ("value", v)] for k, v in item.items()]
             enter(item, "{", "}", _separated(pairs, flat=True))
         elif isinstance(item, _core.Object) and (layout := _layout(item)) is not None:

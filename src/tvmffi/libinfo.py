@@ -13,13 +13,11 @@ import ctypes
 import os
 import sys
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import _lib
-
-if TYPE_CHECKING:
-    from .module import Module
+from .module import Module, load_module
 
 __all__ = [
     "find_cmake_path",
@@ -124,8 +122,6 @@ def load_lib_module(
     extra_lib_paths: _Dirs = None,
 ) -> Module:
     """Load library ``target_name`` of distribution ``package`` as an FFI :class:`Module`."""
-    from .module import load_module  # libinfo is imported before the module machinery
-
     found = _find_library_by_basename(package, target_name, extra_lib_paths)
     return load_module(str(found), keep_module_alive=keep_module_alive)
 
@@ -140,7 +136,7 @@ def _library_names(target_name: str) -> tuple[str, ...]:
 
 def _from_record(package: str, names: tuple[str, ...]) -> Path | None:
     """The library as listed in the installed distribution's RECORD, if it is."""
-    import importlib.metadata  # ~20 ms (it pulls in email.*): only on this lookup path
+    import importlib.metadata  # import-time: ~20 ms (email.*), only this lookup needs it
 
     try:
         dist = importlib.metadata.distribution(package)
@@ -208,25 +204,25 @@ def _find_library_by_basename(
     )
 
 
+def _accepted(candidate: Path, cond: Callable[[Path], bool | Path]) -> str | None:
+    """What ``cond`` makes of one candidate, resolved: a path string, or ``None``."""
+    try:
+        real = candidate.resolve()
+    except (OSError, RuntimeError):  # unreadable, or a symlink loop (before 3.13)
+        return None
+    with suppress(AssertionError):  # a failed check passes the candidate over
+        answer = cond(real)
+        return str(answer if isinstance(answer, Path) else real) if answer else None
+    return None
+
+
 def _resolve_and_validate(paths: Iterable[Path], cond: Callable[[Path], bool | Path]) -> str | None:
     """The first of ``paths`` that ``cond`` accepts, as a string; ``None`` if none does.
 
     Each path is resolved before ``cond`` sees it. ``cond`` answers ``True`` (take the
     resolved path), a ``Path`` (take that one instead) or ``False``; a candidate whose
     check fails an assertion, or that cannot be resolved, is passed over. Other
-    exceptions from ``cond`` propagate.
+    exceptions from ``cond`` propagate. Candidates are tried lazily, in order.
     """
-    for candidate in paths:
-        try:
-            real = candidate.resolve()
-        except (OSError, RuntimeError):  # unreadable, or a symlink loop (before 3.13)
-            continue
-        try:
-            verdict = cond(real)
-        except AssertionError:
-            continue
-        if isinstance(verdict, Path):
-            return str(verdict)
-        if verdict:
-            return str(real)
-    return None
+    verdicts = (_accepted(candidate, cond) for candidate in paths)
+    return next((found for found in verdicts if found is not None), None)

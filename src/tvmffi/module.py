@@ -394,7 +394,7 @@ def _open_file(file_name: str) -> _elf.FileSource:
     FIFOs, sockets and devices (``/dev/zero``) raise ``ValueError`` at once
     instead of blocking or being read without end.
     """
-    from . import _elf  # on first use: it adds ~0.5 ms to `import tvmffi`
+    from . import _elf  # import-time: ~0.5 ms more for `import tvmffi`; on first use
 
     return _elf.open_regular_file(file_name)
 
@@ -405,7 +405,7 @@ def _elf_dynamic_symbols(path: str, data: bytes | _elf.Source | None = None) -> 
     ``data``: the file's contents (bytes) or the opened file, when the caller
     has them already.
     """
-    from . import _elf
+    from . import _elf  # import-time: as in _open_file above
 
     if data is None:
         with _open_file(path) as source:

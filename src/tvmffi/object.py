@@ -14,6 +14,7 @@ from . import _core, _function_doc
 from ._core import Object
 from ._repr import forget_layouts, print_graph
 from .function import _cached_global_func
+from .type_schema import TypeSchema
 
 __all__ = [
     "MISSING",
@@ -179,8 +180,6 @@ class FieldInfo:
         schema = self.metadata.get("type_schema")
         if schema is None:
             return None
-        from .type_schema import TypeSchema
-
         try:
             if isinstance(schema, str):
                 return TypeSchema.from_json_str(schema)
@@ -287,9 +286,7 @@ class TypeInfo:
 
     def _register_fields(self, fields: Any, structure_kind: int | None = None) -> None:
         """Register ``fields`` (``tvmffi.dataclasses.Field``) as this Python-defined type's."""
-        from .dataclasses._registration import register_fields
-
-        register_fields(self, list(fields), structure_kind)
+        _REGISTRATION["fields"](self, list(fields), structure_kind)
 
     def _register_py_methods(
         self,
@@ -297,9 +294,7 @@ class TypeInfo:
         type_attr_names: frozenset[str] = frozenset(),
     ) -> None:
         """Register ``(name, func, is_static[, metadata])`` entries as methods or type attrs."""
-        from .dataclasses._registration import register_methods
-
-        register_methods(self, list(py_methods or ()), type_attr_names)
+        _REGISTRATION["methods"](self, list(py_methods or ()), type_attr_names)
 
     @property
     def parent_type_index(self) -> int | None:
@@ -325,6 +320,11 @@ class TypeInfo:
 
 
 _TYPE_INFO_CACHE: dict[int, TypeInfo] = {}
+
+# What registers a Python-defined type's fields and methods with the runtime lives a
+# layer up (tvmffi.dataclasses._registration); that package plugs its two functions in
+# here when imported, which ``import tvmffi`` always does first.
+_REGISTRATION: dict[str, Callable[..., None]] = {}
 
 
 _KNOWN_TYPE_INDICES: set[int] = set()
@@ -742,48 +742,8 @@ def _new_object(cls: Any) -> Any:
     return cls.__new__(cls)
 
 
-def _reduce_hook(obj: Object) -> tuple[Any, ...]:
-    """``__reduce__`` of every object: the runtime's JSON graph (``serialization``'s, so a
-    cyclic or too deep object raises instead of overflowing the runtime's stack)."""
-    if obj.__chandle__() == 0:
-        return (_new_object, (type(obj),), {"handle": None})
-    from . import _pickle  # tensors, functions and modules: not JSON
-    from .serialization import to_json_graph_str  # it imports this module
-
-    special = _pickle.reduce(obj)
-    if special is not None:
-        return special
-    try:
-        text: str | None = to_json_graph_str(obj)
-    except (TypeError, RuntimeError):
-        # The runtime's refusal of a tensor or function, or a serializer another
-        # package registered for them failing (TVM's, on a strided tensor).
-        if not _pickle.holds_native(obj):
-            raise
-        text = None
-    if text is None or _pickle.graph_holds_native(text):
-        # It holds a tensor, function or module: sent as its fields, each pickled in
-        # turn (a JSON graph with a tensor needs the sender's serializer, e.g. TVM's).
-        return _pickle.reduce_graph(obj)
-    if _is_synthetic(type(obj)):
-        # A generated class cannot be pickled by reference: the graph names the type.
-        return (_pickle.rebuild_from_graph, (text,))
-    return (_new_object, (type(obj),), {"handle": text})
-
-
-def _setstate_hook(obj: Object, state: Any) -> None:
-    """``__setstate__``: rebuild the handle from the JSON graph of ``_reduce_hook``."""
-    handle = state.get("handle") if isinstance(state, dict) else None
-    if handle is not None:
-        from ._graph_doc import checked_text  # it imports this module
-
-        # The runtime's decoder trusts the document: the text is checked first.
-        handle = checked_text(handle)
-        _core._init_handle(obj, _cached_global_func("ffi.FromJSONGraphString"), handle)
-
-
 _core._set_object_hooks(_repr_hook, _getattr_hook, _dir_hook, _subclass_hook)
-_core._set_pickle_hooks(_reduce_hook, _setstate_hook)
+# The pickle hooks (``__reduce__`` / ``__setstate__``) are set by tvmffi._pickle_hooks.
 
 
 class ObjectConvertible:

@@ -23,6 +23,7 @@ import torch
 from ..codegen._emit import _VAR_RANGES
 from ..codegen._spec import DEVICES, DTYPES, Scalar, Signature, Tensor, Var
 from ..function import Function
+from ..module import load_module
 
 __all__ = ["build_flags", "library", "plan", "register"]
 
@@ -54,13 +55,12 @@ def build_flags() -> dict[str, list[str]]:
 
 
 def _build() -> Any:
-    import tvmffi
-    import tvmffi.cpp
+    from .. import cpp
 
     source = os.path.join(os.path.dirname(__file__), "kernel.cc")
     name = "tvmffi_torch_kernel_" + torch.__version__.replace("+", "_")
-    path = tvmffi.cpp.build(name, sources=[source], **build_flags())  # type: ignore[arg-type]
-    return tvmffi.load_module(path)
+    path = cpp.build(name, sources=[source], **build_flags())  # type: ignore[arg-type]
+    return load_module(path)
 
 
 def library() -> Any:

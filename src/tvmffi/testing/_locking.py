@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import getpass
 import os
 import tempfile
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from ..utils import FileLock
 
 __all__ = ["run_with_gpu_lock"]
 
@@ -19,8 +22,6 @@ def _lock_dir() -> str:
     if lock_dir:
         return os.path.expanduser(lock_dir)
     try:
-        import getpass
-
         user = getpass.getuser()
     except Exception:
         user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
@@ -30,8 +31,6 @@ def _lock_dir() -> str:
 def run_with_gpu_lock(func: Callable[..., _R], /, *args: Any, **kwargs: Any) -> _R:
     """Call ``func(*args, **kwargs)`` holding the machine's GPU lock (``gpu.lock``); return
     its result."""
-    from ..utils import FileLock
-
     lock_dir = _lock_dir()
     os.makedirs(lock_dir, exist_ok=True)
     with FileLock(os.path.join(lock_dir, "gpu.lock")):

@@ -11,7 +11,7 @@ __all__ = ["FileLock", "kwargs_wrapper"]
 def __getattr__(name: str) -> object:
     """``unpack_dataclass``, the submodule the official package imports eagerly, on first use."""
     if name == "unpack_dataclass":
-        import importlib
+        import importlib  # import-time: the submodule on first use (docstring)
 
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

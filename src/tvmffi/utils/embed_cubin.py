@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .._build import toolchain
 from .._build.errors import failure_message
 
 __all__ = ["embed_cubin", "main"]
@@ -73,8 +74,6 @@ def embed_cubin(
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"CUBIN name must be a C identifier, got {name!r}")
     # The build system's tools ($CC, $LD, $OBJCOPY honoured), found in one place.
-    from .._build import toolchain
-
     cc = toolchain.compiler("c")
     ld, objcopy = toolchain.binutil("ld"), toolchain.binutil("objcopy")
     if verbose:
