@@ -153,9 +153,6 @@ DEFERRED_ALLOWED: set[tuple[str, str]] = {
     # -- downward, deferred with no reason written yet (not examined on 2026-12-02) --
     ("__main__", "codegen.library_bin"),
     ("__main__", "config"),
-    ("_convert", "error"),
-    ("_convert", "importlib"),
-    ("_convert", "tensor"),
     ("_embedded_loader", "tempfile"),
     ("_optional_torch_c_dlpack", "_build.private"),
     ("_optional_torch_c_dlpack", "_lib"),
@@ -170,7 +167,6 @@ DEFERRED_ALLOWED: set[tuple[str, str]] = {
     ("_pickle", "serialization"),
     ("_pickle", "tensor"),
     ("_torch_kernel", "cpp"),
-    ("core", "object"),
     ("cpp.extension", "subprocess"),
     ("jax", "_jax_partition"),
     ("torch", "_torch_autograd"),

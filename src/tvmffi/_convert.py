@@ -9,6 +9,7 @@ official binding's ``tvm_ffi.convert`` does.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import sys
 from collections.abc import Callable
 from numbers import Number
@@ -18,7 +19,9 @@ from . import _core
 from ._core import Function, Object, dtype
 from ._strings import Bytes, String
 from .container import Shape
+from .error import _convert_to_ffi_error
 from .object import ObjectConvertible
+from .tensor import Tensor
 
 __all__ = ["convert", "convert_func"]
 
@@ -88,8 +91,6 @@ def convert(value: Any) -> Any:
     if isinstance(value, ObjectConvertible):
         return value.asobject()
     if isinstance(value, BaseException):
-        from .error import _convert_to_ffi_error
-
         return _convert_to_ffi_error(value)
     cls = type(value)
     keep = any(hasattr(cls, p) for p in _KEEP_PROTOCOLS)
@@ -123,12 +124,8 @@ def convert_func(pyfunc: Callable[..., Any], tensor_cls: type | None = None) -> 
 
 def _tensor_args_as(pyfunc: Callable[..., Any], tensor_cls: type) -> Callable[..., Any]:
     """``pyfunc`` receiving its tensor arguments as ``tensor_cls`` (through DLPack)."""
-    from .tensor import Tensor
-
     from_dlpack = getattr(tensor_cls, "from_dlpack", None)
     if from_dlpack is None:
-        import importlib
-
         module = importlib.import_module(tensor_cls.__module__.split(".")[0])
         from_dlpack = module.from_dlpack
 

@@ -34,10 +34,12 @@ from .object import (
 # ---- dataclasses: reflection model and Python-defined types (dc) ---------------------
 from ._core import FieldProperty as FFIProperty
 from .dataclasses._registration import register_py_class as _register_py_class
+from .object import _REGISTERED as _REGISTERED_CLASSES
 from .object import FieldInfo as TypeField
 from .object import MethodInfo as TypeMethod
-from .object import _kwargs_marker
+from .object import _kwargs_marker, _register_class
 from .object import _repr_hook as object_repr
+from .object import get_type_info as _get_type_info
 
 # isort: split
 # ---- devices, dtypes, tensors, streams (w13a) -------------------------------------
@@ -56,9 +58,7 @@ def _object_type_key_to_index(type_key: str) -> int | None:
 
 def _lookup_or_register_type_info_from_type_key(type_key: str) -> TypeInfo:
     """The :class:`TypeInfo` of registered type ``type_key``; ``ValueError`` when unknown."""
-    from .object import get_type_info
-
-    return get_type_info(type_key)
+    return _get_type_info(type_key)
 
 
 KWARGS = _kwargs_marker()
@@ -94,8 +94,6 @@ def _set_class_tensor(cls: type) -> None:
     """
     if not (isinstance(cls, type) and issubclass(cls, Tensor)):
         raise TypeError(f"_set_class_tensor: {cls!r} is not a subclass of tvmffi.Tensor")
-    from .object import _register_class
-
     _register_class(cls, "ffi.Tensor", install=False, init=False)
 
 
@@ -104,10 +102,8 @@ def __getattr__(name: str) -> Any:
     if name == "_CLASS_DEVICE":
         return _core._device_class()
     if name == "_CLASS_TENSOR":
-        from .object import _REGISTERED
-
         index = _core._type_key_to_index("ffi.Tensor")
-        return _REGISTERED.get(index, Tensor) if index is not None else Tensor
+        return _REGISTERED_CLASSES.get(index, Tensor) if index is not None else Tensor
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
