@@ -153,7 +153,6 @@ DEFERRED_ALLOWED: set[tuple[str, str]] = {
     # -- downward, deferred with no reason written yet (not examined on 2026-12-02) --
     ("__main__", "codegen.library_bin"),
     ("__main__", "config"),
-    ("_embedded_loader", "tempfile"),
     ("_optional_torch_c_dlpack", "_build.private"),
     ("_optional_torch_c_dlpack", "_lib"),
     ("_pickle", "_function_doc"),
@@ -167,7 +166,6 @@ DEFERRED_ALLOWED: set[tuple[str, str]] = {
     ("_pickle", "serialization"),
     ("_pickle", "tensor"),
     ("_torch_kernel", "cpp"),
-    ("cpp.extension", "subprocess"),
     ("jax", "_jax_partition"),
     ("torch", "_torch_autograd"),
 }

@@ -69,7 +69,7 @@ def load_dso_from_bytes(payload: bytes) -> Module:
         raise ValueError(
             f"{DSO_KIND} payload ({len(data)} bytes, starting {data[:8]!r}) is not a shared library"
         )
-    import tempfile  # here, not at the top: it costs `import tvmffi` about 3 ms
+    import tempfile  # import-time: at the top it costs `import tvmffi` about 3 ms
 
     fd, path = tempfile.mkstemp(prefix="tvmffi-embedded-", suffix=".so")
     try:

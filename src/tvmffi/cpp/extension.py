@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -519,8 +520,6 @@ def build_ninja(build_dir: str) -> None:
     a ninja file themselves. ``RuntimeError`` carries ninja's output when it fails or
     cannot be started.
     """
-    import subprocess
-
     try:
         proc = subprocess.run(
             ["ninja", "-C", os.fspath(build_dir)],
