@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .._core import Object, _to_py_class_value
+from ..object import get_fields
 from ..type_schema import TypeSchema
 from .field import Field
 
@@ -49,15 +50,8 @@ def fields(class_or_instance: Any) -> tuple[Field, ...]:
             "fields() expects a c_class or py_class type or instance, "
             f"got {type(class_or_instance).__name__}"
         )
-    infos = []
-    info: Any = getattr(cls, "__tvm_ffi_type_info__", None)
-    while info is not None:
-        infos.append(info)
-        info = info.parent_type_info
-    found: list[Field] = []
-    for level in reversed(infos):
-        found.extend(f.dataclass_field for f in level.fields or () if f.dataclass_field is not None)
-    return tuple(found)
+    reflected = get_fields(cls.__tvm_ffi_type_info__.type_key)  # type: ignore[attr-defined]
+    return tuple(f.dataclass_field for f in reflected if f.dataclass_field is not None)
 
 
 def _instance_or_raise(obj: Any, what: str) -> None:
@@ -76,51 +70,64 @@ def replace(obj: Any, /, **changes: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------
-# asdict / astuple: one recursive walk, told what a dataclass instance becomes.
+# asdict / astuple
 # ---------------------------------------------------------------------------
+# ``_unpacked(value, record)`` is dispatched on the value's class; ``record`` says what
+# a dataclass instance becomes (a dict, a tuple...). Leaves of no listed kind are
+# deep-copied, as :func:`dataclasses.asdict` does.
 _Record = Callable[[Any], Any]
 
 
-def _walk(value: Any, record: _Record) -> Any:
-    """``value`` with every dataclass instance in it replaced by ``record(instance)``,
-    FFI sequences made lists and FFI maps dicts; other leaves are deep-copied."""
-    if isinstance(value, Object):
-        if _dataclass_type(value) is not None:
-            return record(value)
-        if isinstance(value, Mapping):
-            return {_walk(k, record): _walk(v, record) for k, v in value.items()}
-        if isinstance(value, Sequence):
-            return [_walk(item, record) for item in value]
-        return value  # an FFI leaf (tensor, function, ...): shared, as the runtime shares it
-    kind = type(value)
-    if isinstance(value, tuple) and hasattr(kind, "_fields"):  # a named tuple: by position
-        return kind(*(_walk(item, record) for item in value))
-    if isinstance(value, (list, tuple)):
-        return kind(_walk(item, record) for item in value)
-    if isinstance(value, collections.defaultdict):
-        rebuilt = kind(value.default_factory)
-        for k, v in value.items():
-            rebuilt[_walk(k, record)] = _walk(v, record)
-        return rebuilt
-    if isinstance(value, dict):
-        return kind((_walk(k, record), _walk(v, record)) for k, v in value.items())
+@functools.singledispatch
+def _unpacked(value: Any, record: _Record) -> Any:
     return copy.deepcopy(value)
+
+
+@_unpacked.register
+def _(value: Object, record: _Record) -> Any:
+    if _dataclass_type(value) is not None:
+        return record(value)
+    if isinstance(value, Mapping):  # ffi.Map / ffi.Dict: a plain dict
+        return {_unpacked(k, record): _unpacked(v, record) for k, v in value.items()}
+    if isinstance(value, Sequence):  # ffi.Array / ffi.List: a plain list
+        return [_unpacked(item, record) for item in value]
+    return value  # another FFI object (tensor, function...) is shared, not copied
+
+
+@_unpacked.register
+def _(value: list, record: _Record) -> Any:  # type: ignore[type-arg]
+    return type(value)(_unpacked(item, record) for item in value)
+
+
+@_unpacked.register
+def _(value: tuple, record: _Record) -> Any:  # type: ignore[type-arg]
+    items = [_unpacked(item, record) for item in value]
+    named = hasattr(type(value), "_fields")  # a named tuple takes its items as arguments
+    return type(value)(*items) if named else type(value)(items)
+
+
+@_unpacked.register
+def _(value: dict, record: _Record) -> Any:  # type: ignore[type-arg]
+    pairs = [(_unpacked(k, record), _unpacked(v, record)) for k, v in value.items()]
+    if isinstance(value, collections.defaultdict):
+        return type(value)(value.default_factory, pairs)
+    return type(value)(pairs)
 
 
 def _asdict_inner(value: Any, dict_factory: Callable[[Any], Any]) -> Any:
     def record(obj: Any) -> Any:
         return dict_factory(
-            [(str(f.name), _walk(getattr(obj, str(f.name)), record)) for f in fields(obj)]
+            [(str(f.name), _unpacked(getattr(obj, str(f.name)), record)) for f in fields(obj)]
         )
 
-    return _walk(value, record)
+    return _unpacked(value, record)
 
 
 def _astuple_inner(value: Any, tuple_factory: Callable[[Any], Any]) -> Any:
     def record(obj: Any) -> Any:
-        return tuple_factory([_walk(getattr(obj, str(f.name)), record) for f in fields(obj)])
+        return tuple_factory([_unpacked(getattr(obj, str(f.name)), record) for f in fields(obj)])
 
-    return _walk(value, record)
+    return _unpacked(value, record)
 
 
 def asdict(obj: Any, *, dict_factory: Callable[[Any], Any] = dict) -> Any:
