@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 import pytest
 from hypothesis import given
@@ -294,3 +294,27 @@ def test_an_error_field_is_one_object_pointer(header: str, readers: tvmffi.Modul
     # derives from std::exception) is twice that size and would fail the static_asserts.
     assert "  ::tvm::ffi::Arc<::tvm::ffi::ErrorObj> failure;  // offset=24, size=8" in header
     assert readers.failure_kind(Failing(failure=Error("KeyError", "gone", ""))) == "KeyError"
+
+
+@py_class("tests.abi.Choices")
+class Choices(Object):
+    # py_class resolves annotations at runtime: no PEP 604 union on Python 3.9.
+    maybe_leaf: Optional[Leaf]  # noqa: UP045
+    either: Union[Leaf, Base]  # noqa: UP007
+    leaves: list[Optional[Leaf]]  # noqa: UP045
+    pair: tuple[int, str]
+
+
+def test_binding_laid_out_choices_are_any_and_nested_ones_keep_their_objects() -> None:
+    # A Python-defined type stores every Optional/Union field as an Any (16 bytes);
+    # inside a container the element view keeps the object type, nullable.
+    header = gen_abi_cpp("tests.abi.Choices")
+    assert "  ::tvm::ffi::Any maybe_leaf;  // offset=24, size=16, align=8\n" in header
+    assert "  ::tvm::ffi::Any either;  // offset=40, size=16, align=8\n" in header
+    assert (
+        "  ::tvm::ffi::List<::tvm::ffi::ObjectPtr<::tests::abi::LeafObj>> leaves;"
+        "  // offset=56, size=8, align=8\n" in header
+    )
+    assert "  ::tvm::ffi::Array<::tvm::ffi::Any> pair;  // offset=64, size=8, align=8\n" in header
+    assert "struct LeafObj : public ::tvm::ffi::Object {\n" in header  # referred to: lookup only
+    assert "struct BaseObj" not in header  # only inside a Union: no view needed

@@ -1,208 +1,195 @@
-"""``dataclasses``-style helpers for ``@c_class`` and ``@py_class`` types and instances."""
+"""Whole-object helpers of FFI dataclasses: :func:`is_dataclass`, :func:`fields`,
+:func:`asdict`, :func:`astuple`, :func:`replace`, and ``_make_namedtuple`` (a plain
+:func:`collections.namedtuple` whose items are converted to the fields' types).
+
+A class is an FFI dataclass when ``@py_class`` / ``@c_class`` marked it
+(``__ffi_is_dataclass__``). Its fields are read from the runtime type chain, root
+first: each reflected field the decorators described carries its
+:class:`~tvmffi.dataclasses.Field` as ``dataclass_field``.
+"""
 
 from __future__ import annotations
 
+import collections
 import copy
-from collections import namedtuple
-from collections.abc import Callable
-from functools import update_wrapper
-from typing import Any, TypeVar
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
-from .. import _core
-from .._dunder import _chain_fields
-from ..container import Array, Dict, List, Map
+from .._core import Object, _to_py_class_value
+from ..object import get_fields
+from ..type_schema import TypeSchema
 from .field import Field
 
 __all__ = ["asdict", "astuple", "fields", "is_dataclass", "replace"]
 
-_T = TypeVar("_T")
 
-# Leaves copied by reference, the stdlib's ``dataclasses`` list of immutable builtins.
-_ATOMIC_TYPES: frozenset[type] = frozenset((type(None), bool, int, float, complex, str, bytes))
-_ATOMIC_TYPES |= {type(Ellipsis), type(NotImplemented)}
+def _dataclass_type(x: Any) -> type | None:
+    """The FFI dataclass ``x`` is or is an instance of; ``None`` when it is neither."""
+    cls = x if isinstance(x, type) else type(x)
+    if issubclass(cls, Object) and getattr(cls, "__ffi_is_dataclass__", False) is True:
+        return cls
+    return None
 
 
 def is_dataclass(obj: Any) -> bool:
-    """True for a ``@c_class`` / ``@py_class`` type or an instance of one.
+    """Whether ``obj`` is an ``@c_class`` / ``@py_class`` type or an instance of one.
 
-    FFI containers (Array, List, Map, Dict) are registered types too, but not dataclasses.
+    Standard-library dataclasses are not FFI dataclasses: use
+    :func:`dataclasses.is_dataclass` for those.
     """
-    cls = obj if isinstance(obj, type) else type(obj)
-    return getattr(cls, "__ffi_is_dataclass__", False) is True
+    return _dataclass_type(obj) is not None
 
 
-def fields(obj_or_cls: Any) -> tuple[Field, ...]:
-    """The :class:`Field` of every field of a dataclass type or instance, root type's first
-    (the order of the generated ``__init__``'s positional fields before reordering).
-
-    Raises ``TypeError`` for anything that is not a ``@c_class`` / ``@py_class``.
-    """
-    if not is_dataclass(obj_or_cls):
+def fields(class_or_instance: Any) -> tuple[Field, ...]:
+    """The :class:`Field` descriptors of an FFI dataclass (type or instance),
+    inherited ones first."""
+    cls = _dataclass_type(class_or_instance)
+    if cls is None:
         raise TypeError(
-            "fields() argument must be a c_class or py_class type or instance, "
-            f"got {type(obj_or_cls).__name__}"
+            "fields() expects a c_class or py_class type or instance, "
+            f"got {type(class_or_instance).__name__}"
         )
-    cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
-    info = getattr(cls, "__tvm_ffi_type_info__", None)
-    reflected = () if info is None else _chain_fields(info)
-    return tuple(tf.dataclass_field for tf in reflected if tf.dataclass_field is not None)
+    reflected = get_fields(cls.__tvm_ffi_type_info__.type_key)  # type: ignore[attr-defined]
+    return tuple(f.dataclass_field for f in reflected if f.dataclass_field is not None)
 
 
-class _ItemConversion:
-    """Converts a named tuple's items, one per field, as the fields convert their values.
-
-    A plan entry per field: the label an error names (``"Typename.field"``) and the
-    field's TypeSchema (its cached one, else one made from its annotation).
-    """
-
-    __slots__ = ("plan",)
-
-    def __init__(self, typename: str, fields: tuple[Field, ...]) -> None:
-        from ..type_schema import TypeSchema
-
-        self.plan = [
-            (
-                f"{typename}.{f.name}",
-                TypeSchema.from_annotation(f.type) if f._ty_schema is None else f._ty_schema,
-            )
-            for f in fields
-        ]
-
-    def apply(self, items: tuple[Any, ...]) -> list[Any]:
-        return [self._one(entry, item) for entry, item in zip(self.plan, items, strict=True)]
-
-    @staticmethod
-    def _one(entry: tuple[str, Any], item: Any) -> Any:
-        label, schema = entry
-        try:
-            return _core._to_py_class_value(schema.convert(item))
-        except TypeError as exc:
-            raise TypeError(f"{label}: {exc}") from exc
-
-
-def _converting(tuple_cls: Any, conversion: _ItemConversion) -> Any:
-    """``tuple_cls`` (a fresh namedtuple) with construction routed through ``conversion``.
-
-    The namedtuple's own ``__new__`` still binds the arguments first (its arity and
-    keyword errors, its signature for ``inspect``); ``_make`` keeps its own length check
-    and then constructs through ``cls(...)``, and ``_replace`` (built on ``_make``)
-    follows. ``cls`` may be a subclass.
-    """
-    plain_new = tuple_cls.__new__
-    plain_make = tuple_cls._make.__func__
-
-    def new(cls: type, /, *args: Any, **kwargs: Any) -> Any:
-        bound = plain_new(cls, *args, **kwargs)
-        return plain_new(cls, *conversion.apply(bound))
-
-    def make(cls: Any, iterable: Any) -> Any:
-        return cls(*plain_make(cls, iterable))
-
-    tuple_cls.__new__ = staticmethod(update_wrapper(new, plain_new))
-    tuple_cls._make = classmethod(make)
-    return tuple_cls
-
-
-def _make_namedtuple(typename: str, fields: tuple[Field, ...]) -> Any:
-    """A ``collections.namedtuple`` of the given fields whose construction (``cls(...)``,
-    ``_make``, ``_replace``) converts each value as the field does.
-
-    Every field is required, in the given order (``init=False`` ones too); defaults
-    and init hooks of the source type do not take part. Invalid names raise the
-    namedtuple's ``ValueError``.
-    """
-    tuple_cls = namedtuple(typename, [str(f.name) for f in fields])  # type: ignore[misc]
-    tuple_cls.__annotations__ = {str(f.name): f.type for f in fields if f.type is not None}
-    return _converting(tuple_cls, _ItemConversion(typename, fields))
-
-
-def replace(obj: _T, /, **changes: Any) -> _T:
-    """A copy of ``obj`` with the named fields replaced (frozen ones too), as
-    :func:`dataclasses.replace`; it calls ``obj.__replace__``."""
-    method = getattr(obj, "__replace__", None)
-    if method is None:
+def _instance_or_raise(obj: Any, what: str) -> None:
+    if isinstance(obj, type) or _dataclass_type(obj) is None:
         raise TypeError(
-            f"replace() should be called on dataclass instances, got {type(obj).__name__}"
+            f"{what}() should be called on c_class / py_class instances, "
+            f"got {obj.__qualname__ if isinstance(obj, type) else type(obj).__name__}"
         )
-    return method(**changes)  # type: ignore[no-any-return]
 
 
-def _is_instance(obj: Any) -> bool:
-    return not isinstance(obj, type) and is_dataclass(obj)
+def replace(obj: Any, /, **changes: Any) -> Any:
+    """A new object like ``obj`` with ``changes`` applied (its ``__replace__``); frozen
+    fields may be replaced too."""
+    _instance_or_raise(obj, "replace")
+    return type(obj).__replace__(obj, **changes)
 
 
-def _rebuild(obj: Any, inner: Callable[[Any], Any]) -> Any:
-    """``obj`` (a builtin container or a subclass of one) with ``inner`` applied inside;
-    anything else deep-copied."""
-    obj_type = type(obj)
-    if isinstance(obj, tuple):
-        if hasattr(obj, "_fields"):  # a namedtuple takes its items positionally
-            return obj_type(*[inner(v) for v in obj])
-        return obj_type(inner(v) for v in obj)
-    if isinstance(obj, list):
-        return obj_type(inner(v) for v in obj)
-    if isinstance(obj, dict):
-        if hasattr(obj_type, "default_factory"):  # defaultdict
-            result = obj_type(obj.default_factory)  # type: ignore[attr-defined]
-            for k, v in obj.items():
-                result[inner(k)] = inner(v)
-            return result
-        return obj_type((inner(k), inner(v)) for k, v in obj.items())
-    return copy.deepcopy(obj)
+# ---------------------------------------------------------------------------
+# asdict / astuple
+# ---------------------------------------------------------------------------
+# ``_unpacked(value, record)`` is dispatched on the value's class; ``record`` says what
+# a dataclass instance becomes (a dict, a tuple...). Leaves of no listed kind are
+# deep-copied, as :func:`dataclasses.asdict` does.
+_Record = Callable[[Any], Any]
 
 
-def _asdict_inner(obj: Any, dict_factory: Callable[..., Any]) -> Any:
-    if type(obj) in _ATOMIC_TYPES:
-        return obj
-
-    def inner(v: Any) -> Any:
-        return _asdict_inner(v, dict_factory)
-
-    # FFI containers become their builtin analogues: the result is plain data.
-    if isinstance(obj, (Array, List)):
-        return [inner(v) for v in obj]
-    if isinstance(obj, (Map, Dict)):
-        return dict_factory([(inner(k), inner(v)) for k, v in obj.items()])
-    if _is_instance(obj):
-        return dict_factory([(f.name, inner(getattr(obj, f.name))) for f in fields(obj)])  # type: ignore[arg-type]
-    if type(obj) is dict:
-        return {inner(k): inner(v) for k, v in obj.items()}
-    return _rebuild(obj, inner)
+@functools.singledispatch
+def _unpacked(value: Any, record: _Record) -> Any:
+    return copy.deepcopy(value)
 
 
-def _astuple_inner(obj: Any, tuple_factory: Callable[..., Any]) -> Any:
-    if type(obj) in _ATOMIC_TYPES:
-        return obj
-
-    def inner(v: Any) -> Any:
-        return _astuple_inner(v, tuple_factory)
-
-    if isinstance(obj, (Array, List)):
-        return [inner(v) for v in obj]
-    if isinstance(obj, (Map, Dict)):
-        return {inner(k): inner(v) for k, v in obj.items()}
-    if _is_instance(obj):
-        return tuple_factory([inner(getattr(obj, f.name)) for f in fields(obj)])  # type: ignore[arg-type]
-    return _rebuild(obj, inner)
+@_unpacked.register
+def _(value: Object, record: _Record) -> Any:
+    if _dataclass_type(value) is not None:
+        return record(value)
+    if isinstance(value, Mapping):  # ffi.Map / ffi.Dict: a plain dict
+        return {_unpacked(k, record): _unpacked(v, record) for k, v in value.items()}
+    if isinstance(value, Sequence):  # ffi.Array / ffi.List: a plain list
+        return [_unpacked(item, record) for item in value]
+    return value  # another FFI object (tensor, function...) is shared, not copied
 
 
-def asdict(obj: Any, *, dict_factory: Callable[..., Any] = dict) -> Any:
-    """The fields of a dataclass instance as a new dict, recursively (as
-    :func:`dataclasses.asdict`); FFI sequences become lists, FFI maps dicts.
+@_unpacked.register
+def _(value: list, record: _Record) -> Any:  # type: ignore[type-arg]
+    return type(value)(_unpacked(item, record) for item in value)
 
-    Raises ``TypeError`` unless ``obj`` is a ``@c_class`` / ``@py_class`` instance.
-    """
-    if not _is_instance(obj):
-        raise TypeError("asdict() should be called on c_class / py_class instances")
+
+@_unpacked.register
+def _(value: tuple, record: _Record) -> Any:  # type: ignore[type-arg]
+    items = [_unpacked(item, record) for item in value]
+    named = hasattr(type(value), "_fields")  # a named tuple takes its items as arguments
+    return type(value)(*items) if named else type(value)(items)
+
+
+@_unpacked.register
+def _(value: dict, record: _Record) -> Any:  # type: ignore[type-arg]
+    pairs = [(_unpacked(k, record), _unpacked(v, record)) for k, v in value.items()]
+    if isinstance(value, collections.defaultdict):
+        return type(value)(value.default_factory, pairs)
+    return type(value)(pairs)
+
+
+def _asdict_inner(value: Any, dict_factory: Callable[[Any], Any]) -> Any:
+    def record(obj: Any) -> Any:
+        return dict_factory(
+            [(str(f.name), _unpacked(getattr(obj, str(f.name)), record)) for f in fields(obj)]
+        )
+
+    return _unpacked(value, record)
+
+
+def _astuple_inner(value: Any, tuple_factory: Callable[[Any], Any]) -> Any:
+    def record(obj: Any) -> Any:
+        return tuple_factory([_unpacked(getattr(obj, str(f.name)), record) for f in fields(obj)])
+
+    return _unpacked(value, record)
+
+
+def asdict(obj: Any, *, dict_factory: Callable[[Any], Any] = dict) -> Any:
+    """``obj``'s fields as a dict, recursively (nested dataclasses become dicts, FFI
+    arrays/lists lists, FFI maps/dicts dicts); ``dict_factory`` builds each dict."""
+    _instance_or_raise(obj, "asdict")
     return _asdict_inner(obj, dict_factory)
 
 
-def astuple(obj: Any, *, tuple_factory: Callable[..., Any] = tuple) -> Any:
-    """The field values of a dataclass instance as a new tuple, recursively (as
-    :func:`dataclasses.astuple`).
-
-    Raises ``TypeError`` unless ``obj`` is a ``@c_class`` / ``@py_class`` instance.
-    """
-    if not _is_instance(obj):
-        raise TypeError("astuple() should be called on c_class / py_class instances")
+def astuple(obj: Any, *, tuple_factory: Callable[[Any], Any] = tuple) -> Any:
+    """``obj``'s field values as a tuple, recursively; ``tuple_factory`` builds each."""
+    _instance_or_raise(obj, "astuple")
     return _astuple_inner(obj, tuple_factory)
+
+
+# ---------------------------------------------------------------------------
+# _make_namedtuple: a native named tuple whose items go through the field types.
+# ---------------------------------------------------------------------------
+def _item_converter(record_name: str, f: Field) -> Callable[[Any], Any]:
+    """A function taking a raw item to the value of field ``f``'s type; the field's own
+    cached schema is used when it has one, its annotation otherwise (``f`` is not
+    changed either way)."""
+    schema = f._ty_schema
+    if schema is None:
+        schema = TypeSchema.from_annotation(f.type)
+    label = f"{record_name}.{f.name}"
+
+    def convert(item: Any) -> Any:
+        try:
+            converted = schema.convert(item)
+        except TypeError as err:
+            raise TypeError(f"{label}: {err}") from err
+        return _to_py_class_value(converted)
+
+    return convert
+
+
+def _make_namedtuple(name: str, record_fields: Iterable[Field]) -> type:
+    """A :func:`collections.namedtuple` class ``name`` (a direct ``tuple`` subclass) with
+    one item per field, in the given order. Construction (positional, keyword,
+    ``_make``, ``_replace``) converts each item to its field's type; arity and name
+    errors are the native named tuple's own."""
+    chosen = tuple(record_fields)
+    native: Callable[..., Any] = collections.namedtuple
+    cls: Any = native(name, [str(f.name) for f in chosen])
+    converters = tuple(_item_converter(name, f) for f in chosen)
+
+    def converted(raw: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(conv(item) for conv, item in zip(converters, raw, strict=True))
+
+    native_new, native_make = cls.__new__, cls._make.__func__
+
+    @functools.wraps(native_new)
+    def __new__(klass: type, /, *args: Any, **kwargs: Any) -> Any:
+        return tuple.__new__(klass, converted(native_new(klass, *args, **kwargs)))
+
+    def _make(klass: type, iterable: Iterable[Any]) -> Any:
+        return tuple.__new__(klass, converted(native_make(klass, iterable)))
+
+    _make.__doc__ = native_make.__doc__
+    cls.__new__ = __new__
+    cls._make = classmethod(_make)
+    cls.__annotations__ = {str(f.name): f.type for f in chosen if f.type is not None}
+    made: type = cls
+    return made

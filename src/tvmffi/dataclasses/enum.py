@@ -1,27 +1,42 @@
-"""Cross-language enums: singleton FFI objects of an enum type (``ffi.Enum``).
+"""FFI enums (the official ``tvm_ffi.dataclasses`` ``Enum``, ``IntEnum``, ``StrEnum``).
 
-``class Color(Enum, type_key="my.Color")`` declares the variants in the class body
-(``red = entry(...)``, ``green = auto()``, or ``blue: ClassVar[Color]``); each
-becomes one object with an integer index (``_int_index``, its ordinal) and a string
-index (``_str_index``, its name), registered in the type's ``__ffi_enum__`` state
-(an ``ffi.EnumState``: entries in order, an index map, extensible attributes), which
-every language reads. :class:`IntEnum` variants carry an int value (their integer
-index), :class:`StrEnum` variants a str (their string index). A type the C++ side
-defines (``type_key`` known to the runtime) is bound with ``@c_class``; otherwise a
-``@py_class`` type is defined, whose extra annotated fields are per-variant data.
+A variant is a runtime object of the enum's type, made once: every language sees
+the same singleton. The runtime keeps one ``ffi.EnumState`` per enum type in its
+``__ffi_enum__`` type-attribute column: the variants in order (``entries``), a map
+from each canonical index, integer and string, to its variant (``indexes``), and
+the extensible attributes (``attrs``: name -> {variant: value}). JSON
+serialization, C++ ``EnumDef`` and the field converters read that state; this
+module writes it.
+
+Defining ``class Color(Enum, type_key="my.Color")`` runs three steps:
+
+1. *declarations* (``_read_declarations``): the class body's ``entry(...)`` /
+   ``auto()`` values, bare ``ClassVar[Color]`` annotations and, for
+   ``IntEnum``/``StrEnum``, plain int/str values, in body order;
+2. *type*: a type key the runtime does not know yet becomes a Python-defined
+   type below the base (``@py_class``; annotated names are the variants'
+   fields), one C++ already registered is bound (``@c_class``);
+3. *variants* (``_settle``): each declaration's canonical indices are looked up
+   in the state; a known index is that variant (an alias, or a variant C++
+   made), an unknown one a new variant registered in the state.
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
+import threading
 import typing
 from collections.abc import Iterator
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 from .. import _core
-from ..container import Dict
-from ..object import MISSING, Object
+from .._core import Object
+from ..container import Dict, List
+from ..function import _cached_global_func
+from ..object import MISSING
 from .c_class import c_class
+from .common import fields
 from .py_class import py_class
 
 __all__ = [
@@ -36,396 +51,428 @@ __all__ = [
 ]
 
 ENUM_STATE_ATTR = "__ffi_enum__"
-_I64 = range(-(1 << 63), 1 << 63)
+"""The runtime type attribute holding an enum type's :class:`EnumState`."""
+
+_INT64 = range(-(1 << 63), 1 << 63)
+# Enum definitions and attribute columns change a state shared with other threads.
+_LOCK = threading.RLock()
 
 
 @c_class("ffi.EnumState")
 class EnumState(Object):
-    """An enum type's registry: ``entries`` (in order), ``indexes`` (int and str index
-    to entry) and ``attrs`` (extensible attribute name to {entry: value})."""
+    """Registry state shared by enum definition and lookup."""
 
-    __slots__ = ()
-    entries: Any
-    """The variants, in the order they were made."""
-    indexes: Any
-    """Each variant under its int index and under its str index."""
-    attrs: Any
-    """Extensible attributes: name to {variant: value}."""
+    entries: List
+    indexes: Dict
+    attrs: Dict  # name -> Dict(variant -> value)
 
 
+def _state_of(cls: type) -> Any:
+    """The :class:`EnumState` of enum class ``cls``'s own type, or ``None``."""
+    info = cls.__dict__.get("__tvm_ffi_type_info__")
+    if info is None:
+        return None
+    return _core._lookup_type_attr(info.type_index, ENUM_STATE_ATTR)
+
+
+def _canonical(index: Any) -> int | str:
+    """``index`` as a key of ``EnumState.indexes`` (a bool is the int it equals)."""
+    if isinstance(index, str):
+        return index
+    if isinstance(index, int):
+        if int(index) not in _INT64:
+            raise OverflowError(f"enum integer index {index} is outside int64")
+        return int(index)
+    raise TypeError(f"an enum index is an int or a str, got {type(index).__name__}")
+
+
+# ---------------------------------------------------------------------------
+# Declarations
+# ---------------------------------------------------------------------------
 class _EnumEntry:
-    """What the class body said of one variant: the field values given to :func:`entry`."""
+    """A variant declared in a class body with :func:`entry` or :func:`auto`: the
+    field values it was given (``value=`` is an IntEnum/StrEnum payload)."""
 
     __slots__ = ("args", "kwargs")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.args, self.kwargs = args, kwargs
+        self.args = args
+        self.kwargs = kwargs
 
     def __repr__(self) -> str:
-        shown = list(map(repr, self.args)) + [f"{k}={v!r}" for k, v in self.kwargs.items()]
-        return "entry(" + ", ".join(shown) + ")"
+        given = itertools.chain(
+            map(repr, self.args), (f"{k}={v!r}" for k, v in self.kwargs.items())
+        )
+        return "entry(" + ", ".join(given) + ")"
 
 
 def entry(*args: Any, **kwargs: Any) -> Any:
-    """Declare an enum variant, optionally with its field values (``value=`` for the
-    payload of an IntEnum/StrEnum variant)."""
+    """A variant of the enum being defined, with values for its fields (by name, or by
+    position in field order); ``value=`` gives an IntEnum/StrEnum variant's payload."""
     return _EnumEntry(*args, **kwargs)
 
 
 def auto() -> Any:
-    """Declare a variant whose indices come from its position and name."""
+    """A variant given nothing: its string index is its name in the class body and its
+    integer index its place among the variants."""
     return entry()
 
 
-def _index_key(index: Any) -> int | str:
-    """An index as the state's map keys it (bools count as ints; ints must fit int64)."""
-    if isinstance(index, str):
-        return index
-    if not isinstance(index, int):
-        raise TypeError(f"enum index must be int or str, got {type(index).__name__}")
-    if index not in _I64:
-        raise OverflowError(f"enum integer index {index} is outside int64")
-    return int(index)
+class _Declaration:
+    """One variant named in a class body: ``payload`` is the IntEnum/StrEnum value
+    (``None`` when not given), ``values`` the field values."""
+
+    __slots__ = ("name", "payload", "values")
+
+    def __init__(self, name: str, payload: Any, values: _EnumEntry) -> None:
+        self.name, self.payload, self.values = name, payload, values
 
 
-def _enum_state(cls: type) -> Any:
-    """The type's ``__ffi_enum__`` state; ``None`` when it has none (yet)."""
-    info = getattr(cls, "__tvm_ffi_type_info__", None)
-    return None if info is None else _core._lookup_type_attr(info.type_index, ENUM_STATE_ATTR)
+def _classvar_of(annotation: Any, cls: type) -> bool:
+    """Whether ``annotation`` is ``ClassVar[cls]`` (written as a string or not)."""
+    if isinstance(annotation, str):
+        text = annotation.replace(" ", "")
+        head, _, rest = text.partition("[")
+        inner = rest[:-1].strip("'\"") if rest.endswith("]") else ""
+        return head.split(".")[-1] == "ClassVar" and inner.split(".")[-1] == cls.__name__
+    if typing.get_origin(annotation) is not ClassVar:
+        return False
+    (inner,) = typing.get_args(annotation) or (None,)
+    inner = getattr(inner, "__forward_arg__", inner)
+    return inner is cls or (isinstance(inner, str) and inner.split(".")[-1] == cls.__name__)
 
 
-def _ensure_enum_state(cls: type) -> Any:
-    """The type's state, registered empty first when it has none."""
-    state = _enum_state(cls)
+def _is_plain_value(name: str, value: Any) -> bool:
+    """A public class attribute that is data, not a method, descriptor or class."""
+    return not name.startswith("_") and not callable(value) and not hasattr(value, "__get__")
+
+
+def _own_annotations(cls: type) -> dict[str, Any]:
+    """The annotations written in ``cls``'s own body (not inherited ones)."""
+    return dict(inspect.get_annotations(cls))
+
+
+def _body_order(cls: type) -> list[str]:
+    """The class body's names, assigned or only annotated, in the order written (an
+    annotation-only name goes before the next name both annotated and assigned)."""
+    annotated = list(_own_annotations(cls))
+    assigned = [n for n in cls.__dict__ if n != "__annotations__"]
+    order: list[str] = []
+    pending = [n for n in annotated if n not in cls.__dict__]
+    for name in assigned:
+        if name in annotated:
+            cut = annotated.index(name)
+            order += [n for n in pending if annotated.index(n) < cut]
+            pending = [n for n in pending if annotated.index(n) > cut]
+        order.append(name)
+    return order + pending
+
+
+def _read_declarations(cls: type, payload: type | None) -> list[_Declaration]:
+    annotations = _own_annotations(cls)
+    found = []
+    for name in _body_order(cls):
+        value = cls.__dict__.get(name, MISSING)
+        if isinstance(value, _EnumEntry):
+            kwargs = dict(value.kwargs)
+            given = kwargs.pop("value", None) if payload is not None else None
+            found.append(_Declaration(name, given, _EnumEntry(*value.args, **kwargs)))
+        elif value is MISSING and _classvar_of(annotations.get(name), cls):
+            found.append(_Declaration(name, None, _EnumEntry()))
+        elif payload is not None and name not in annotations and _is_plain_value(name, value):
+            found.append(_Declaration(name, value, _EnumEntry()))
+    for d in found:
+        if payload is not None and d.payload is not None:
+            if type(d.payload) is bool or not isinstance(d.payload, payload):
+                raise TypeError(f"{cls.__name__}.{d.name} value must be {payload.__name__}")
+            _canonical(d.payload)
+    return found
+
+
+# ---------------------------------------------------------------------------
+# Variants
+# ---------------------------------------------------------------------------
+def _variant_fields(cls: type) -> list[str]:
+    """The declared fields a positional ``entry(...)`` argument fills, in order."""
+    return [str(f.name) for f in fields(cls) if f.name not in ("_int_index", "_str_index", "value")]
+
+
+def _new_variant(cls: type, state: Any, int_index: int, str_index: str, d: _Declaration) -> Any:
+    info = cls.__dict__["__tvm_ffi_type_info__"]
+    names = _variant_fields(cls)
+    if len(d.values.args) > len(names):
+        raise TypeError(f"{cls.__name__}.{d.name}: entry() got more values than fields {names}")
+    values = dict(zip(names, d.values.args, strict=False))
+    values.update(d.values.kwargs)
+    packed: list[Any] = ["_int_index", int_index, "_str_index", str_index]
+    if issubclass(cls, (IntEnum, StrEnum)):
+        packed += ["value", int_index if issubclass(cls, IntEnum) else str_index]
+    for name, value in values.items():
+        packed += [name, value]
+    try:
+        made = _cached_global_func("ffi.MakeObjectFromPackedArgs")(info.type_index, *packed)
+    except Exception as err:
+        raise TypeError(f"{cls.__name__}.{d.name}: invalid enum entry: {err}") from err
+    state.entries.append(made)
+    state.indexes[int_index] = made
+    state.indexes[str_index] = made
+    return made
+
+
+def _indices(cls: type, d: _Declaration) -> tuple[int | None, str]:
+    """(integer index or None when free, string index) of declaration ``d``."""
+    if issubclass(cls, IntEnum):
+        return (None if d.payload is None else int(d.payload)), d.name
+    if issubclass(cls, StrEnum):
+        return None, (d.name if d.payload is None else str(d.payload))
+    return None, d.name
+
+
+def _settle(cls: type, state: Any, declarations: list[_Declaration]) -> None:
+    """Give each declaration its variant (found in the state or made) as a class attribute."""
+    for d in declarations:
+        int_index, str_index = _indices(cls, d)
+        known = state.indexes.get(int_index if int_index is not None else str_index)
+        if known is None:
+            if int_index is None and issubclass(cls, IntEnum):
+                raise TypeError(f"{cls.__name__}.{d.name} requires an int value")
+            if int_index is None:
+                int_index = len(state.entries)
+            if state.indexes.get(str_index) is not None or state.indexes.get(int_index) is not None:
+                raise ValueError(f"{cls.__name__}.{d.name}: duplicate enum index")
+            known = _new_variant(cls, state, int_index, str_index, d)
+        setattr(cls, d.name, known)
+
+
+def _own_state(cls: type) -> Any:
+    """The state of ``cls``'s own type, made and published on first use."""
+    info = cls.__dict__.get("__tvm_ffi_type_info__")
+    if info is None:
+        raise TypeError(f"{cls.__name__} has no type_key: it is not an enum type of its own")
+    state = _core._lookup_type_attr(info.type_index, ENUM_STATE_ATTR)
     if state is None:
-        index = cls.__tvm_ffi_type_info__.type_index  # type: ignore[attr-defined]
-        _core._py_class_register_attr(index, ENUM_STATE_ATTR, EnumState())  # type: ignore[call-arg]
-        state = _enum_state(cls)
+        state = _cached_global_func("ffi.MakeObjectFromPackedArgs")(
+            "ffi.EnumState", "entries", List(), "indexes", Dict(), "attrs", Dict()
+        )
+        _core._py_class_register_attr(info.type_index, ENUM_STATE_ATTR, state)
     return state
 
 
-def _variants(cls: type) -> list[Any]:
-    state = _enum_state(cls)
-    return list(state.entries) if state is not None else []
+def _define(cls: type, type_key: str, frozen: bool) -> None:
+    payload = int if issubclass(cls, IntEnum) else str if issubclass(cls, StrEnum) else None
+    annotations = _own_annotations(cls)
+    if payload is not None and "value" in annotations:
+        base = "IntEnum" if payload is int else "StrEnum"
+        raise TypeError(f"{cls.__name__}: {base} reserves `value` for the variant's payload")
+    declarations = _read_declarations(cls, payload)
+    for d in declarations:  # the variants replace these once they exist
+        if d.name in cls.__dict__:
+            delattr(cls, d.name)
+    known_index = _core._type_key_to_index(type_key)
+    with _LOCK:
+        if known_index is not None:  # a C++ type: its variants may exist already
+            existing = _core._lookup_type_attr(known_index, ENUM_STATE_ATTR)
+            _check_bindable(cls, existing, declarations)
+            c_class(type_key, frozen=frozen, init=False, repr=False)(cls)
+        else:
+            py_class(type_key, frozen=frozen, init=False, repr=False, structural_eq="singleton")(
+                cls
+            )
+            if cls.__tvm_ffi_type_info__.fields is None:  # type: ignore[attr-defined]
+                raise TypeError(f"{cls.__name__}: enum fields must resolve at definition")
+        state = _own_state(cls)
+        _settle(cls, state, declarations)
+        cls.attr_dict = {str(name): EnumAttrMap(cls, str(name)) for name in state.attrs}  # type: ignore[attr-defined]
 
 
+def _check_bindable(cls: type, state: Any, declarations: list[_Declaration]) -> None:
+    """A plain enum bound to C++ variants names each one by its string index."""
+    if state is None or len(state.entries) == 0 or issubclass(cls, (IntEnum, StrEnum)):
+        return
+    for d in declarations:
+        if state.indexes.get(d.name) is None:
+            raise RuntimeError(
+                f"{cls.__name__}.{d.name}: the C++ enum has no variant with string index {d.name!r}"
+            )
+
+
+_ABSENT = object()
+
+
+class EnumAttrMap:
+    """Mutable singleton-keyed view of one extensible enum attribute.
+
+    The values live in the enum's runtime state (``attrs[name]``, a Dict keyed by
+    variant), where C++ ``EnumDef::set_attr`` puts them too; every view of one
+    name reads and writes the same Dict.
+    """
+
+    __slots__ = ("_default", "_enum", "_name")
+
+    def __init__(self, enum_cls: type, name: str, *, default: Any = MISSING) -> None:
+        self._enum = enum_cls
+        self._name = name
+        self._default = default
+
+    @property
+    def name(self) -> str:
+        """The attribute's name."""
+        return self._name
+
+    def _stored(self, variant: object) -> Any:
+        """The value stored for ``variant``; ``_ABSENT`` when there is none."""
+        state = _state_of(self._enum)
+        by_variant = None if state is None else state.attrs.get(self._name)
+        if by_variant is None or not isinstance(variant, self._enum):
+            return _ABSENT
+        return by_variant.get(variant, _ABSENT)
+
+    def __setitem__(self, variant: object, value: Any) -> None:
+        if not isinstance(variant, self._enum):
+            raise TypeError(
+                f"{self._name}: expected {self._enum.__name__}, got {type(variant).__name__}"
+            )
+        with _LOCK:  # two first writers must not each install a Dict of their own
+            columns = _own_state(self._enum).attrs
+            if self._name not in columns:
+                columns[self._name] = Dict()
+            by_variant = columns[self._name]
+        by_variant[variant] = value
+
+    def __getitem__(self, variant: object) -> Any:
+        found = self._stored(variant)
+        if found is not _ABSENT:
+            return found
+        if self._default is MISSING:
+            raise KeyError(f"{variant!r} has no extensible attribute {self._name!r}")
+        return self._default
+
+    def __contains__(self, variant: object) -> bool:
+        return self._stored(variant) is not _ABSENT
+
+    def get(self, variant: object, default: Any = None) -> Any:
+        """The value stored for ``variant``, else ``default`` (not the view's default)."""
+        found = self._stored(variant)
+        return default if found is _ABSENT else found
+
+
+# ---------------------------------------------------------------------------
+# The classes
+# ---------------------------------------------------------------------------
 class _EnumMeta(type):
-    """An enum class iterates over its variants; ``Cls(index)`` looks one up."""
+    """Enum classes iterate over their variants and are called with an index."""
 
     def __iter__(cls) -> Iterator[Any]:
-        yield from _variants(cls)
+        return cls.all_entries()  # type: ignore[attr-defined, no-any-return]
 
     def __len__(cls) -> int:
-        return len(_variants(cls))
+        state = _state_of(cls)
+        return 0 if state is None else len(state.entries)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        lookup = len(args) == 1 and not kwargs and isinstance(args[0], (cls, int, str))
-        if not lookup:
-            return type.__call__(cls, *args, **kwargs)
-        if isinstance(args[0], cls):
-            return args[0]
+        if kwargs or len(args) != 1:
+            raise TypeError(f"{cls.__name__}() takes one canonical index (an int or a str)")
         try:
             return cls.get(args[0])  # type: ignore[attr-defined]
         except KeyError:
             raise ValueError(f"{args[0]!r} is not a valid {cls.__name__}") from None
 
 
-class _AttrDictDescriptor:
-    """``Cls.attr_dict``: read on the class, it is the state's attribute dictionary."""
-
-    def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        state = _enum_state(owner if owner is not None else type(instance))
-        return state.attrs if state is not None else Dict({})
-
-
-@c_class("ffi.Enum", init=False)
+@c_class("ffi.Enum", frozen=True, init=False, repr=False)
 class Enum(Object, metaclass=_EnumMeta):
-    """Base class of FFI enums (singleton variants with an int and a str index)."""
+    """Base class for FFI-registered enum singletons."""
 
-    __slots__ = ()
     _int_index: int
     _str_index: str
+    attr_dict: ClassVar[dict[str, EnumAttrMap]] = {}
 
-    attr_dict: ClassVar[Any] = _AttrDictDescriptor()
-    """The live extensible-attribute dictionary (name to {variant: value})."""
-
-    def __init_subclass__(cls, *, type_key: str | None = None, **options: Any) -> None:
-        """``type_key=`` makes the subclass an enum type; ``frozen=`` (Python-defined
-        types), ``init=`` and ``repr=`` (C++-defined ones) tune how it is bound."""
-        chosen = {k: options.pop(k, True) for k in ("frozen", "init", "repr")}
-        super().__init_subclass__(**options)
+    def __init_subclass__(
+        cls,
+        *,
+        type_key: str | None = None,
+        frozen: bool = True,
+        init: bool = True,
+        repr: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        del init, repr  # variants are looked up, not constructed; printed by index
         if type_key is not None:
-            _define_enum(cls, type_key, **chosen)
+            _define(cls, type_key, frozen)
 
     @classmethod
     def get(cls, index: int | str) -> Any:
-        """The variant at an integer or string index; ``KeyError`` when none."""
-        key = _index_key(index)
-        state = _enum_state(cls)
-        found = state.indexes.get(key) if state is not None else None
+        """Return the singleton at a canonical integer or string index."""
+        key = _canonical(index)
+        state = _state_of(cls)
+        found = None if state is None else state.indexes.get(key)
         if found is None:
-            raise KeyError(key)
+            raise KeyError(index)
         return found
 
     @classmethod
     def all_entries(cls) -> Iterator[Any]:
-        """The variants in declaration order."""
-        return iter(_variants(cls))
+        """Iterate over variants in registration order."""
+        state = _state_of(cls)
+        return iter(() if state is None else list(state.entries))
 
     @classmethod
     def def_attr(cls, name: str, *, default: Any = MISSING) -> EnumAttrMap:
-        """A per-variant view of extensible attribute ``name``."""
+        """Return a per-variant extensible-attribute view."""
         return EnumAttrMap(cls, name, default=default)
 
+    def __repr__(self) -> str:
+        return f"{type(self).__tvm_ffi_type_info__.type_key}.{self._str_index}"  # type: ignore[attr-defined]
 
-class EnumAttrMap:
-    """Mutable, variant-keyed view of one extensible enum attribute (shared with every
-    language through the enum state)."""
+    def __deepcopy__(self, memo: Any = None) -> Any:
+        return self  # a variant is a singleton: copying it deeply is keeping it
 
-    __slots__ = ("_default", "_enum_cls", "_name")
 
-    def __init__(self, enum_cls: type, name: str, *, default: Any = MISSING) -> None:
-        self._enum_cls, self._name, self._default = enum_cls, name, default
+@c_class("ffi.IntEnum", frozen=True, init=False, repr=False)
+class IntEnum(Enum):
+    """Enum whose ``value`` aliases its signed 64-bit integer index."""
+
+    value: int  # the runtime's field, the integer index again
 
     @property
     def name(self) -> str:
-        """The attribute name."""
-        return self._name
+        return self._str_index
 
-    def _own(self, variant: object) -> None:
-        """Refuse a variant of another enum type."""
-        if not isinstance(variant, self._enum_cls):
-            raise TypeError(f"expected {self._enum_cls.__name__}, got {type(variant).__name__}")
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, int) and not isinstance(other, Object):
+            return self._int_index == other
+        return isinstance(other, Object) and self.same_as(other)
 
-    def _column(self) -> Any:
-        """This attribute's {variant: value} dictionary in the state, if it has one."""
-        state = _enum_state(self._enum_cls)
-        return None if state is None else state.attrs.get(self._name)
+    def __hash__(self) -> int:
+        return hash(self._int_index)
 
-    def _writable_column(self) -> Any:
-        """The attribute's dictionary, made (with the state, if needed) when absent."""
-        attrs = _ensure_enum_state(self._enum_cls).attrs
-        if self._name not in attrs:
-            attrs[self._name] = Dict({})
-        return attrs[self._name]
+    def __str__(self) -> str:
+        return str(self._int_index)
 
-    def __setitem__(self, variant: object, value: Any) -> None:
-        self._own(variant)
-        self._writable_column()[variant] = value
-
-    def __getitem__(self, variant: object) -> Any:
-        self._own(variant)
-        if variant in self:
-            return self._column()[variant]
-        if self._default is MISSING:
-            raise KeyError(f"{variant!r} has no extensible attribute {self._name!r}")
-        return self._default
-
-    def __contains__(self, variant: object) -> bool:
-        column = self._column() if isinstance(variant, self._enum_cls) else None
-        return column is not None and variant in column
-
-    def get(self, variant: object, default: Any = None) -> Any:
-        """The stored value, or ``default``."""
-        column = self._column() if variant in self else None
-        return default if column is None else column[variant]
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self._str_index}"
 
 
-class _PayloadBehaviour:
-    """What an IntEnum/StrEnum variant does as its payload (``value``): compare, hash and
-    print; copied onto each payload enum class where its body does not say otherwise."""
+@c_class("ffi.StrEnum", frozen=True, init=False, repr=False)
+class StrEnum(Enum):
+    """Enum whose ``name`` and ``value`` alias its string index."""
 
-    def __eq__(self: Any, other: object) -> Any:
-        if isinstance(other, type(self)):
-            other = other.value
-        elif not isinstance(other, type(self.value)):
-            return NotImplemented
-        return self.value == other
-
-    def __ne__(self: Any, other: object) -> Any:
-        same = _PayloadBehaviour.__eq__(self, other)
-        return same if same is NotImplemented else not same
-
-    def __hash__(self: Any) -> int:
-        return hash(self.value)
-
-    def __str__(self: Any) -> str:
-        return str(self.value)
-
-    def __repr__(self: Any) -> str:
-        return f"{type(self).__name__}.{self.name}"
+    value: str  # the runtime's field, the string index again
 
     @property
-    def name(self: Any) -> str:
-        return str(self._str_index)
+    def name(self) -> str:
+        return self._str_index
 
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return self._str_index == other
+        return isinstance(other, Object) and self.same_as(other)
 
-_PAYLOAD_NAMES = ("__eq__", "__ne__", "__hash__", "__str__", "__repr__", "name")
+    def __hash__(self) -> int:
+        return hash(self._str_index)
 
+    def __str__(self) -> str:
+        return self._str_index
 
-class _PayloadEnum(Enum):
-    """Shared checks of :class:`IntEnum` and :class:`StrEnum` subclasses."""
-
-    __slots__ = ()
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        kind = next(base for base in cls.__mro__ if _PayloadEnum in base.__bases__)
-        if kind is not cls and ("value" in cls.__dict__ or "value" in inspect.get_annotations(cls)):
-            raise TypeError(f"{kind.__name__} reserves `value` as its canonical index alias")
-        super().__init_subclass__(**kwargs)
-
-
-@c_class("ffi.IntEnum", init=False)
-class IntEnum(_PayloadEnum):
-    """Enum whose ``value`` is its signed 64-bit integer index."""
-
-    __slots__ = ()
-    value: int
-
-
-@c_class("ffi.StrEnum", init=False)
-class StrEnum(_PayloadEnum):
-    """Enum whose ``name`` and ``value`` are its string index."""
-
-    __slots__ = ()
-    value: str
-
-
-class _Variant(NamedTuple):
-    """One variant to find or make: its class attribute, its indices (``None``: the next
-    ordinal), the remaining field values, and whether only a bare annotation named it."""
-
-    alias: str
-    int_index: int | None
-    str_index: str
-    decl: _EnumEntry
-    bare: bool
-
-
-def _is_class_var(annotation: Any) -> bool:
-    if isinstance(annotation, str):
-        text = annotation.replace(" ", "")
-        return text.startswith("ClassVar") or text.startswith("typing.ClassVar")
-    return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
-
-
-def _payload_of(cls: type) -> type | None:
-    if issubclass(cls, IntEnum):
-        return int
-    return str if issubclass(cls, StrEnum) else None
-
-
-def _declared_variants(cls: type, payload: type | None) -> list[_Variant]:
-    """The variants the body declares, bare ``ClassVar`` binders first; each declaration
-    is taken off the class (the variant object takes its place later)."""
-    annotations = inspect.get_annotations(cls)
-    public = [n for n in annotations if not n.startswith("_")]
-    found: list[_Variant] = [
-        _Variant(n, None, n, _EnumEntry(), True)
-        for n in public
-        if n not in cls.__dict__ and _is_class_var(annotations[n])
-    ]
-    for name, value in list(cls.__dict__.items()):
-        if name.startswith("_") or (name in annotations and not _is_class_var(annotations[name])):
-            continue
-        if not isinstance(value, _EnumEntry):
-            descriptor = isinstance(value, (staticmethod, classmethod, property))
-            if payload is None or descriptor or callable(value):
-                continue
-            value = _EnumEntry(value=value)
-        found.append(_with_indices(cls, name, value, payload))
-        delattr(cls, name)
-    return found
-
-
-def _with_indices(cls: type, alias: str, decl: _EnumEntry, payload: type | None) -> _Variant:
-    """A declaration's indices: a payload enum's ``value`` is its int (IntEnum) or str
-    (StrEnum) index; the other index comes from position or name."""
-    if {"_int_index", "_str_index"} & decl.kwargs.keys():
-        raise TypeError(f"{cls.__name__}.{alias}: enum indices are inferred")
-    if payload is None:
-        return _Variant(alias, None, alias, decl, False)
-    rest = dict(decl.kwargs)
-    value = rest.pop("value", MISSING)
-    if value is MISSING:
-        raise TypeError(f"{cls.__name__}.{alias} requires a {payload.__name__} value")
-    if type(value) is not payload:
-        raise TypeError(f"{cls.__name__}.{alias} value must be {payload.__name__}")
-    decl = _EnumEntry(*decl.args, **rest)
-    if payload is int:
-        return _Variant(alias, int(_index_key(value)), alias, decl, False)
-    return _Variant(alias, None, str(value), decl, False)
-
-
-def _define_enum(cls: type, type_key: str, *, frozen: bool, init: bool, repr: bool) -> None:
-    """Make ``cls`` the enum type ``type_key`` and bind each declared variant to it."""
-    payload = _payload_of(cls)
-    own = set(cls.__dict__)
-    variants = _declared_variants(cls, payload)
-    from_cxx = _core._type_key_to_index(type_key) is not None
-    bind = (
-        c_class(type_key, init=init, repr=repr)
-        if from_cxx
-        else py_class(type_key, frozen=frozen, structural_eq="singleton")
-    )
-    bind(cls)
-    if payload is not None:
-        for name in _PAYLOAD_NAMES:
-            if name not in own:
-                setattr(cls, name, _PayloadBehaviour.__dict__[name])
-    state = _ensure_enum_state(cls)
-    for v in variants:
-        setattr(cls, v.alias, _find_or_make(cls, state, v, type_key, from_cxx, payload))
-
-
-def _find_or_make(
-    cls: type, state: Any, v: _Variant, type_key: str, from_cxx: bool, payload: type | None
-) -> Any:
-    """The variant ``v`` names: the one the state holds already (made by this or another
-    language), else a new one, added to the state."""
-    indexes = state.indexes
-    key = v.int_index if payload is int and not v.bare else v.str_index
-    if key in indexes:
-        return indexes[key]
-    if v.bare and from_cxx:
-        raise RuntimeError(f"{type_key!r} has no enum at string index {v.alias!r}")
-    if v.bare and payload is int:
-        raise TypeError(f"{cls.__name__}.{v.alias} requires an integer value")
-    int_index = len(state.entries) if v.int_index is None else v.int_index
-    if int_index in indexes or v.str_index in indexes:
-        raise ValueError(f"duplicate enum index in {cls.__name__}.{v.alias}")
-    try:
-        made = (
-            _build_cxx(cls, int_index, v)
-            if from_cxx
-            else cls(*v.decl.args, _int_index=int_index, _str_index=v.str_index, **v.decl.kwargs)
-        )
-    except Exception as err:
-        raise TypeError(f"{cls.__name__}.{v.str_index}: invalid enum entry: {err}") from None
-    state.entries.append(made)
-    indexes[int_index] = indexes[v.str_index] = made
-    return made
-
-
-def _reflected_setter(cls: type, name: str) -> Any:
-    setter = getattr(cls, name, None)
-    if not isinstance(setter, _core.FieldProperty):
-        raise TypeError(f"field {name!r} has no reflected setter")
-    return setter
-
-
-def _build_cxx(cls: type, int_index: int, v: _Variant) -> Any:
-    """A variant of a C++-defined enum type: allocated bare, then filled field by field
-    through the reflected setters (keyword values only; every name is checked before
-    the allocation)."""
-    if v.decl.args:
-        raise TypeError("C++-backed enum entries require keyword fields")
-    values = {"_int_index": int_index, "_str_index": v.str_index, **v.decl.kwargs}
-    setters = [(_reflected_setter(cls, name), value) for name, value in values.items()]
-    allocate = _core._lookup_type_attr(cls.__tvm_ffi_type_info__.type_index, "__ffi_new__")  # type: ignore[attr-defined]
-    if allocate is None:
-        raise TypeError("enum type has no allocator")
-    made = allocate()
-    for setter, value in setters:
-        setter.set(made, value)
-    return made
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self._str_index}"
