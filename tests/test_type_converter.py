@@ -216,9 +216,8 @@ def test_from_type_index_refuses_unknown_indices_without_aborting() -> None:
 
 
 def test_field_setter_form_carries_only_the_reason() -> None:
-    from tvmffi._type_converter import convert_field_value
-
-    assert _to_py_class_value(convert_field_value(A(list[int]), [1, True])) == [1, 1]
+    conv = A(list[int])._converter()
+    assert _to_py_class_value(conv.convert_field([1, True])) == [1, 1]
     with pytest.raises(TypeError) as info:
-        convert_field_value(A(list[int]), [1, None])
+        conv.convert_field([1, None])
     assert str(info.value) == "element [1]: expected int, got None"
