@@ -185,14 +185,8 @@ class TypeSchema:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object form; ``from_json_obj`` reads it back to an equal schema."""
-        out: dict[str, Any] = {"type": self.type_key or self.origin}
-        if self.args is not None and (self.args or self.origin == "tuple"):
-            out["args"] = [a.to_json() for a in self.args]
-        if self.named_args is not None:
-            out["named_args"] = {k: [a.to_json() for a in v] for k, v in self.named_args.items()}
-        if self.fallback is not None:
-            out["fallback"] = self.fallback.to_json()
-        return out
+        parts = ((key, write(self)) for key, write in _JSON_WRITERS)
+        return {"type": self.type_key or self.origin, **{k: v for k, v in parts if v is not None}}
 
     # ---- other constructors --------------------------------------------------------
     @staticmethod
@@ -347,6 +341,25 @@ def _ancestors_of(index: int) -> tuple[int, ...]:
 
 def _schema_list(raw: Any) -> list[Any]:
     return list(raw) if isinstance(raw, (list, tuple)) else []
+
+
+# The optional members of the JSON form, each written only when the schema has it.
+def _write_args(s: TypeSchema) -> Any:
+    # A tuple's args are written even when empty: tuple[()] differs from a bare tuple.
+    keep = s.args is not None and (len(s.args) > 0 or s.origin == "tuple")
+    return [a.to_json() for a in s.args] if keep else None
+
+
+def _write_named(s: TypeSchema) -> Any:
+    named = s.named_args
+    return None if named is None else {k: [a.to_json() for a in v] for k, v in named.items()}
+
+
+def _write_fallback(s: TypeSchema) -> Any:
+    return None if s.fallback is None else s.fallback.to_json()
+
+
+_JSON_WRITERS = (("args", _write_args), ("named_args", _write_named), ("fallback", _write_fallback))
 
 
 def _from_json(obj: Any) -> TypeSchema:
