@@ -168,7 +168,9 @@ static int fill_node(Builder* b, TPNode* node, PyObject* schema) {
   node->text = short_name(node->kind);
   if (node->text == NULL) node->text = PyObject_Str(schema);
   if (node->text == NULL) return -1;
-  if (node->kind == TP_OBJECT && node->type_index >= kTVMFFIDynObjectBegin) {
+  /* The hook also vouches for the target index: the runtime aborts the
+   * process on type info of an index it never assigned. */
+  if (node->kind == TP_OBJECT && node->type_index != kTVMFFIObject) {
     PyObject* hook = PyObject_CallOneArg(b->hook_factory, schema);
     if (hook == NULL) return -1;
     if (hook == Py_None) Py_DECREF(hook);

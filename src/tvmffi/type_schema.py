@@ -319,24 +319,26 @@ def _callable_named(
     return out
 
 
-def _type_key_of(index: int) -> str:
-    from .object import (
-        _check_type_index,
-        _type_info_by_index,
-    )  # object.py imports this module (via _function_doc)
+def _object_module() -> Any:
+    """``tvmffi.object``, imported on first use: it imports this module itself (through
+    ``_function_doc``), so this module cannot import it while loading."""
+    from . import object as objects
 
-    _check_type_index(index)
-    return str(_type_info_by_index(index).type_key)
+    return objects
+
+
+def _type_key_of(index: int) -> str:
+    objects = _object_module()
+
+    objects._check_type_index(index)
+    return str(objects._type_info_by_index(index).type_key)
 
 
 def _ancestors_of(index: int) -> tuple[int, ...]:
-    from .object import (
-        _check_type_index,
-        _type_info_by_index,
-    )  # object.py imports this module (via _function_doc)
+    objects = _object_module()
 
-    _check_type_index(index)
-    return tuple(_type_info_by_index(index).ancestors)
+    objects._check_type_index(index)
+    return tuple(objects._type_info_by_index(index).ancestors)
 
 
 def _schema_list(raw: Any) -> list[Any]:
@@ -414,10 +416,12 @@ def _flat_signature(raw_args: list[Any]) -> dict[str, tuple[TypeSchema, ...]]:
 
 def _object_hook(schema: TypeSchema) -> Any:
     """For an object-type node: how a payload (an int or str) becomes that type's value,
-    or None. A payload enum (IntEnum / StrEnum) looks its variant up by payload."""
-    from .object import _REGISTERED  # object.py imports this module (via _function_doc)
+    or None. A payload enum (IntEnum / StrEnum) looks its variant up by payload. Refuses
+    (``ValueError``) an index the runtime does not know, before C asks for its type info."""
+    objects = _object_module()
 
-    cls = _REGISTERED.get(schema.origin_type_index)
+    objects._check_type_index(schema.origin_type_index)
+    cls = objects._REGISTERED.get(schema.origin_type_index)
     enum_module = sys.modules.get("tvmffi.dataclasses.enum")  # no enum class before it
     payload_of = getattr(enum_module, "_payload_of", None)
     if not isinstance(cls, type) or payload_of is None:
