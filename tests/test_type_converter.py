@@ -322,3 +322,29 @@ def test_property_py_class_fields_run_the_plan(xs: list[Any], s: Any) -> None:
 class _Holder(tvmffi.Object):
     xs: list[int]
     s: Optional[str]
+
+
+def test_one_compiled_plan_serves_many_threads() -> None:
+    # The plan is read-only once built: threads share one converter and one field setter.
+    import threading
+
+    schema = A(dict[str, list[int]])
+    obj = _Holder(xs=[], s=None)
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(300):
+                got = _plain(roundtrip(schema, {"k": [k, i, True]}))
+                assert got == {"k": [k, i, 1]}
+                obj.xs = [k, i]
+                assert len(obj.xs) == 2
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
