@@ -8,6 +8,7 @@
  * result would be, leaving the CAny unchanged.
  */
 #include "core.h"
+#include "type_plan.h"
 
 typedef struct {
   PyObject_HEAD
@@ -88,16 +89,21 @@ static PyTypeObject CAnyType = {
     .tp_getset = cany_getset,
 };
 
-/* _to_py_class_value(cany): the held value as Python, as a call result would be,
- * except that inline (small) strings and bytes come back as String / Bytes too,
- * as the official function gives them: a converted str is always a String. */
-static PyObject* to_py_class_value(PyObject* self, PyObject* arg) {
-  (void)self;
-  if (!PyObject_TypeCheck(arg, &CAnyType)) {
-    return PyErr_Format(PyExc_TypeError, "_to_py_class_value expects a CAny, got %.200s",
-                        Py_TYPE(arg)->tp_name);
+/* An owned value in a new CAny, which takes its reference (type_plan.c's results). */
+PyObject* tvmffi_cany_from_owned(TVMFFIAny* value) {
+  CAnyObject* self = (CAnyObject*)CAnyType.tp_alloc(&CAnyType, 0);
+  if (self == NULL) {
+    tvmffi_any_release(value);
+    return NULL;
   }
-  const TVMFFIAny* v = &((CAnyObject*)arg)->value;
+  self->value = *value;
+  return (PyObject*)self;
+}
+
+/* A value as Python, as a call result would be, except that inline (small)
+ * strings and bytes come back as String / Bytes too, as the official
+ * _to_py_class_value gives them: a converted str is always a String. */
+PyObject* tvmffi_any_to_py_class(const TVMFFIAny* v) {
   PyObject* res = tvmffi_any_to_py_borrowed(v);
   PyObject* cls = NULL;
   if (v->type_index == kTVMFFISmallStr) cls = (PyObject*)&TVMFFIStringType;
@@ -105,6 +111,16 @@ static PyObject* to_py_class_value(PyObject* self, PyObject* arg) {
   if (res == NULL || cls == NULL) return res;
   Py_SETREF(res, PyObject_CallOneArg(cls, res));
   return res;
+}
+
+/* _to_py_class_value(cany): the held value as Python (tvmffi_any_to_py_class). */
+static PyObject* to_py_class_value(PyObject* self, PyObject* arg) {
+  (void)self;
+  if (!PyObject_TypeCheck(arg, &CAnyType)) {
+    return PyErr_Format(PyExc_TypeError, "_to_py_class_value expects a CAny, got %.200s",
+                        Py_TYPE(arg)->tp_name);
+  }
+  return tvmffi_any_to_py_class(&((CAnyObject*)arg)->value);
 }
 
 static PyMethodDef cany_methods[] = {

@@ -30,6 +30,7 @@
  *   graph_guard.c   depth/cycle check before the runtime's recursive graph
  *                   traversals (structural equal/hash/walk/map, JSON graph)
  *   graph_entry.c   structural_equal / structural_hash: bind, check and call in one step
+ *   type_plan.c     TypeSchema -> a converter plan (TypeConverter); type_apply.c runs it
  *   teardown.c      freeing deep containers / py_class chains without deep recursion
  *   library_probe.c a library's embedded module tree validated before the runtime loads it
  *   library_pin.c   a library whose loading registered globals is never unloaded
@@ -428,6 +429,11 @@ int tvmffi_rvalue_init(PyObject* module);
 
 /* ---- CAny (cany.c): an owned FFI value held by Python (TypeSchema.convert) -- */
 int tvmffi_cany_init(PyObject* module);
+/* type_plan.c: TypeSchema compiled once (TypeConverter), applied by type_apply.c. */
+int tvmffi_type_plan_init(PyObject* module);
+/* `value` converted by TypeConverter `conv` into *out (owned); -1 with a
+ * TypeError naming only the reason (a field setter's message). */
+int tvmffi_converter_to_any(PyObject* conv, PyObject* value, TVMFFIAny* out);
 PyObject* tvmffi_object_move(PyObject* self, PyObject* unused);
 PyObject* tvmffi_object_ctypes_handle(PyObject* self, PyObject* unused);
 /* An ObjectRValueRef argument: a view of kTVMFFIObjectRValueRef pointing at the

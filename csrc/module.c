@@ -88,7 +88,7 @@ PyMODINIT_FUNC PyInit__core(void) {
       tvmffi_error_object_init(m) < 0 || tvmffi_rvalue_init(m) < 0 ||
       tvmffi_py_class_init(m) < 0 || tvmffi_strbytes_init_types(m) < 0 ||
       tvmffi_tensor_init_types(m) < 0 || tvmffi_stream_init(m) < 0 ||
-      tvmffi_cany_init(m) < 0 || tvmffi_teardown_init(m) < 0 ||
+      tvmffi_cany_init(m) < 0 || tvmffi_type_plan_init(m) < 0 || tvmffi_teardown_init(m) < 0 ||
       tvmffi_library_probe_init(m) < 0 || tvmffi_library_pin_init() < 0 ||
       tvmffi_interop_init() < 0 ||
       register_env_symbols() < 0) {

@@ -29,125 +29,8 @@ static int any_field_set(void* field, const TVMFFIAny* value) {
   return 0;
 }
 
-/* ---- field conversion -------------------------------------------------------
- * The runtime's ffi.MakeFieldSetter builds a typed field's setter from a
- * converter pointer and py_class_f_convert: every write (the generated
- * __ffi_init__, defaults, FieldProperty assignment, other languages) passes
- * the value through the field's converter, then the runtime stores the result
- * in the field's native layout. A FieldConverter settles the common cases in C
- * (an int field given an int or bool, a float field given a float, int or
- * bool, a bool field given a bool or int, a str field given a string: what the
- * field's TypeSchema accepts for them); anything else goes to the Python
- * converter (the TypeSchema's: containers, objects, enums, and the TypeError
- * naming what was wrong). Converters live as long as the process (a type is
- * never unregistered); the Python layer keeps their capsules. */
-typedef enum { CONV_GENERIC = 0, CONV_INT, CONV_FLOAT, CONV_BOOL, CONV_STR } ConvKind;
-
-typedef struct {
-  ConvKind kind;
-  PyObject* fallback; /* owned: the Python converter */
-} FieldConverter;
-
-/* 1 with *out set (owned) when the value needs no Python; 0 otherwise. */
-static int convert_in_c(ConvKind kind, const TVMFFIAny* v, TVMFFIAny* out) {
-  int32_t ti = v->type_index;
-  out->zero_padding = 0;
-  switch (kind) {
-    case CONV_INT:
-      if (ti != kTVMFFIInt && ti != kTVMFFIBool) return 0;
-      out->type_index = kTVMFFIInt;
-      out->v_int64 = v->v_int64;
-      return 1;
-    case CONV_FLOAT:
-      if (ti == kTVMFFIFloat) {
-        *out = *v;
-        return 1;
-      }
-      if (ti != kTVMFFIInt && ti != kTVMFFIBool) return 0;
-      out->type_index = kTVMFFIFloat;
-      out->v_float64 = (double)v->v_int64;
-      return 1;
-    case CONV_BOOL:
-      if (ti != kTVMFFIBool && ti != kTVMFFIInt) return 0;
-      out->type_index = kTVMFFIBool;
-      out->v_int64 = v->v_int64 != 0;
-      return 1;
-    case CONV_STR:
-      if (ti == kTVMFFISmallStr) {
-        *out = *v;
-        return 1;
-      }
-      if (ti != kTVMFFIStr) return 0;
-      *out = *v;
-      TVMFFIObjectIncRef(out->v_obj);
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-static int convert_in_python(PyObject* converter, const TVMFFIAny* value, TVMFFIAny* result) {
-  PyObject* py = tvmffi_any_to_py_borrowed(value);
-  if (py == NULL) return -1;
-  PyObject* converted = PyObject_CallOneArg(converter, py);
-  Py_DECREF(py);
-  if (converted == NULL) return -1;
-  int rc = tvmffi_py_to_owned_any(converted, result);
-  Py_DECREF(converted);
-  return rc;
-}
-
-static int py_class_f_convert(void* self, const TVMFFIAny* value, TVMFFIAny* result) {
-  const FieldConverter* conv = self;
-  if (convert_in_c(conv->kind, value, result)) return 0;
-  result->type_index = kTVMFFINone;
-  result->zero_padding = 0;
-  result->v_int64 = 0;
-  int held = tvmffi_holds_gil();
-  if (!held && TVMFFI_PY_UNUSABLE()) {
-    TVMFFIErrorSetRaisedFromCStr("RuntimeError", "Python field converter called after exit");
-    return -1;
-  }
-  PyGILState_STATE gil = held ? PyGILState_UNLOCKED : PyGILState_Ensure();
-  int rc = convert_in_python(conv->fallback, value, result) == 0 ? 0 : tvmffi_set_ffi_error_from_py();
-  if (!held) PyGILState_Release(gil);
-  return rc;
-}
-
-static void converter_capsule_free(PyObject* capsule) {
-  FieldConverter* conv = PyCapsule_GetPointer(capsule, "tvmffi.FieldConverter");
-  if (conv == NULL) return;
-  Py_XDECREF(conv->fallback);
-  PyMem_Free(conv);
-}
-
-/* _py_class_field_converter(kind, fallback) -> (capsule, converter address, f_convert address):
- * the two pointers ffi.MakeFieldSetter takes; the capsule owns the converter. */
-static PyObject* py_field_converter(PyObject* self, PyObject* args) {
-  (void)self;
-  int kind;
-  PyObject* fallback;
-  if (!PyArg_ParseTuple(args, "iO", &kind, &fallback)) return NULL;
-  if (kind < CONV_GENERIC || kind > CONV_STR) {
-    return PyErr_Format(PyExc_ValueError, "bad converter kind %d", kind);
-  }
-  if (!PyCallable_Check(fallback)) {
-    return PyErr_Format(PyExc_TypeError, "converter must be callable, got %.200s",
-                        Py_TYPE(fallback)->tp_name);
-  }
-  FieldConverter* conv = PyMem_Malloc(sizeof(FieldConverter));
-  if (conv == NULL) return PyErr_NoMemory();
-  conv->kind = (ConvKind)kind;
-  conv->fallback = Py_NewRef(fallback);
-  PyObject* capsule = PyCapsule_New(conv, "tvmffi.FieldConverter", converter_capsule_free);
-  if (capsule == NULL) {
-    Py_DECREF(conv->fallback);
-    PyMem_Free(conv);
-    return NULL;
-  }
-  return Py_BuildValue("(NNN)", capsule, PyLong_FromVoidPtr(conv),
-                       PyLong_FromVoidPtr((void*)(uintptr_t)&py_class_f_convert));
-}
+/* Typed fields convert through their TypeSchema's compiled plan: the Python
+ * layer hands ffi.MakeFieldSetter a TypeConverter's f_convert (type_plan.c). */
 
 static int key_arg(PyObject* s, TVMFFIByteArray* out) {
   Py_ssize_t n;
@@ -308,8 +191,6 @@ static PyMethodDef py_class_methods[] = {
     {"_py_class_register_field", py_register_field, METH_VARARGS,
      "(index, name, doc, metadata, flags, offset, size, alignment, static_index, default, "
      "getter, setter)"},
-    {"_py_class_field_converter", py_field_converter, METH_VARARGS,
-     "(kind, fallback) -> (capsule, converter address, f_convert address)"},
     {"_py_class_register_metadata", py_register_metadata, METH_VARARGS,
      "(index, total_size, structural_eq_hash_kind, doc)"},
     {"_py_class_register_method", py_register_method, METH_VARARGS,

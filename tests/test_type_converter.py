@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import tvmffi
 from tvmffi.core import CAny, ObjectConvertible, TypeSchema, _to_py_class_value
+from tvmffi.dataclasses import py_class
 
 A = TypeSchema.from_annotation
 INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
@@ -216,9 +217,134 @@ def test_from_type_index_refuses_unknown_indices_without_aborting() -> None:
 
 
 def test_field_setter_form_carries_only_the_reason() -> None:
-    from tvmffi._type_converter import convert_field_value
-
-    assert _to_py_class_value(convert_field_value(A(list[int]), [1, True])) == [1, 1]
+    conv = A(list[int])._converter()
+    assert _to_py_class_value(conv.convert_field([1, True])) == [1, 1]
     with pytest.raises(TypeError) as info:
-        convert_field_value(A(list[int]), [1, None])
+        conv.convert_field([1, None])
     assert str(info.value) == "element [1]: expected int, got None"
+
+
+# ---- property tests: the compiled plan against a model of the conversion rules ----------
+# A schema strategy paired with a strategy of values it accepts and the value's expected
+# conversion (what _to_py_class_value gives back, as plain Python).
+_LEAVES: list[tuple[Any, st.SearchStrategy[Any], Callable[[Any], Any]]] = [
+    (int, st.one_of(INT64, st.booleans()), int),
+    (float, st.one_of(st.floats(allow_nan=False), INT64, st.booleans()), float),
+    (bool, st.one_of(st.booleans(), INT64), bool),
+    (str, st.text(max_size=20), str),
+]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (tvmffi.Array, tvmffi.List)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (tvmffi.Map, tvmffi.Dict)):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _typed(depth: int) -> st.SearchStrategy[tuple[Any, st.SearchStrategy[Any], Any]]:
+    leaf = st.sampled_from(_LEAVES)
+    if depth == 0:
+        return leaf
+
+    def wrap(inner: tuple[Any, st.SearchStrategy[Any], Any]) -> Any:
+        ann, values, norm = inner
+        return st.sampled_from(
+            [
+                (list[ann], st.lists(values, max_size=4), lambda v: [norm(x) for x in v]),
+                (
+                    tuple[ann, ...],
+                    st.lists(values, max_size=4).map(tuple),
+                    lambda v: [norm(x) for x in v],
+                ),
+                (
+                    dict[str, ann],
+                    st.dictionaries(st.text(max_size=5), values, max_size=3),
+                    lambda v: {k: norm(x) for k, x in v.items()},
+                ),
+                (
+                    Optional[ann],
+                    st.one_of(st.none(), values),
+                    lambda v: None if v is None else norm(v),
+                ),
+            ]
+        )
+
+    return st.one_of(leaf, _typed(depth - 1).flatmap(wrap))
+
+
+@given(_typed(3).flatmap(lambda t: st.tuples(st.just(t), t[1])))
+def test_property_nested_conversion_matches_the_model(case: Any) -> None:
+    (ann, _, norm), value = case
+    schema = A(ann)
+    got = _plain(roundtrip(schema, value))
+    assert got == norm(value)
+    assert _plain(schema._converter()(value)) == got  # the vectorcall form agrees
+    schema.check_value(value)
+
+
+@given(st.lists(INT64, max_size=8), st.data())
+def test_property_element_error_names_its_position(items: list[int], data: Any) -> None:
+    at = data.draw(st.integers(min_value=0, max_value=len(items)))
+    bad = data.draw(st.sampled_from(["x", 1.5, None, b"b"]))
+    items.insert(at, bad)  # type: ignore[arg-type]
+    want = {str: "str", float: "float", type(None): "None", bytes: "bytes"}[type(bad)]
+    with pytest.raises(TypeError) as info:
+        A(list[int]).check_value(items)
+    assert str(info.value) == (
+        f"type check failed for List[int]: element [{at}]: expected int, got {want}"
+    )
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=6), INT64, min_size=1, max_size=5), st.data())
+def test_property_map_value_error_names_its_key(d: dict[str, int], data: Any) -> None:
+    key = data.draw(st.sampled_from(sorted(d)))
+    d[key] = 2.5  # type: ignore[assignment]
+    with pytest.raises(TypeError, match=r"value for key (.*): expected int, got float") as info:
+        A(dict[str, int]).check_value(d)
+    assert f"value for key {key!r}:" in str(info.value)
+
+
+@given(st.lists(st.one_of(INT64, st.booleans()), max_size=6), st.one_of(st.none(), st.text()))
+def test_property_py_class_fields_run_the_plan(xs: list[Any], s: Any) -> None:
+    obj = _Holder(xs=xs, s=s)
+    assert list(obj.xs) == [int(x) for x in xs]
+    assert all(type(x) is int for x in obj.xs)
+    assert obj.s == s
+    obj.xs = [*xs, True]
+    assert list(obj.xs)[-1] == 1
+    with pytest.raises(TypeError, match=r"element \[0\]: expected int, got str"):
+        obj.xs = ["no"]
+
+
+@py_class("testing.type_converter.Holder")
+class _Holder(tvmffi.Object):
+    xs: list[int]
+    s: Optional[str]
+
+
+def test_one_compiled_plan_serves_many_threads() -> None:
+    # The plan is read-only once built: threads share one converter and one field setter.
+    import threading
+
+    schema = A(dict[str, list[int]])
+    obj = _Holder(xs=[], s=None)
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(300):
+                got = _plain(roundtrip(schema, {"k": [k, i, True]}))
+                assert got == {"k": [k, i, 1]}
+                obj.xs = [k, i]
+                assert len(obj.xs) == 2
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

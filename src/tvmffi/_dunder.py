@@ -80,7 +80,6 @@ def _payload_enum_normalizers(
     """For each init field typed as an IntEnum/StrEnum, a function that turns a raw
     payload (``10``, ``"+"``) into its variant, as the field's converter does; a C++
     field's setter would not."""
-    from ._type_converter import convert_field_value
     from .object import _REGISTERED
 
     enum_module = sys.modules.get("tvmffi.dataclasses.enum")
@@ -99,7 +98,7 @@ def _payload_enum_normalizers(
         if isinstance(target, type) and issubclass(target, payload_bases):
 
             def normalize(value: Any, schema: Any = ty) -> Any:
-                return _core._to_py_class_value(convert_field_value(schema, value))
+                return _core._to_py_class_value(schema._converter().convert_field(value))
 
             out[f.name] = normalize
     return out

@@ -1,213 +1,227 @@
-"""Type schemas: the runtime's JSON description of a function's or field's type.
+"""TypeSchema: the FFI's description of a value's type, and its compiled converter.
 
-``TypeSchema.from_json_str(metadata["type_schema"])`` parses the schema the
-runtime stores in reflection metadata (``get_global_func_metadata(name)``,
-field and method metadata); ``str()`` renders it as a Python annotation, e.g.
-``Callable[[int, str | None], Array[int]]``, with the official binding's
-spelling. ``repr(ty_map)`` renders it with ``ty_map`` applied to each type name
-(e.g. ``Array`` -> ``Sequence``).
+A schema is a tree: an ``origin`` ("int", "Array", "Optional", an object type key ...)
+with ``args``. It is read from a function's or field's ``type_schema`` metadata
+(``TypeSchema.from_json_str``), built from a Python annotation
+(``TypeSchema.from_annotation``, in ``_annotation.py``) or by hand. It prints as Python
+annotation text (``repr``; ``input_repr`` / ``output_repr`` for stub generation), and
+checks or converts values: ``check_value`` / ``convert`` run the schema's converter, a
+plan compiled once in C (``csrc/type_plan.c``) and applied by the conversion hub
+(``csrc/type_apply.c`` next to ``csrc/any.c``), reached through ``_converter()``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["TypeSchema"]
+from . import _core
 
-# Runtime type keys -> the origin a schema keeps (the official binding's table): Python
-# names for the runtime's value types, its containers and the C++ STL spellings.
-_ORIGIN_NAMES = {
-    "Variant": "Union",
-    "Optional": "Optional",
-    "Tuple": "tuple",
-    "ffi.Function": "Callable",
+# ---- facts: the runtime's type names and static type indices ---------------------------
+# JSON type names (C++ TypeSchema() / type_traits.h spellings) -> the origin they denote.
+_JSON_ORIGIN = {
     "ffi.Array": "Array",
+    "std::vector": "Array",
     "ffi.List": "List",
     "ffi.Map": "Map",
-    "ffi.Dict": "Dict",
-    "ffi.OpaquePyObject": "Any",  # accepts any Python value
-    "ffi.Object": "Object",
-    "ffi.Tensor": "Tensor",
-    "ffi.BigInt": "int",  # a Python int beyond int64 (test_big_int)
-    "DLTensor*": "Tensor",
-    "void*": "ctypes.c_void_p",
-    "TVMFFIByteArray*": "bytes",
-    "ffi.SmallBytes": "bytes",
-    "ffi.Bytes": "bytes",
-    "std::string": "str",
-    "const char*": "str",
-    "ffi.SmallStr": "str",
-    "ffi.String": "str",
-    "DataType": "dtype",
-    "std::vector": "Array",
-    "std::optional": "Optional",
-    "std::variant": "Union",
-    "std::tuple": "tuple",
     "std::map": "Map",
     "std::unordered_map": "Map",
+    "ffi.Dict": "Dict",
+    "Variant": "Union",
+    "std::variant": "Union",
+    "std::optional": "Optional",
+    "Tuple": "tuple",
+    "std::tuple": "tuple",
+    "ffi.Function": "Callable",
     "std::function": "Callable",
-    "ObjectRValueRef": "Object",  # no move semantics in Python
+    "void*": "ctypes.c_void_p",
+    "DataType": "dtype",
+    "DLTensor*": "Tensor",
+    "ffi.Tensor": "Tensor",
+    "const char*": "str",
+    "std::string": "str",
+    "ffi.String": "str",
+    "ffi.SmallStr": "str",
+    "ffi.Bytes": "bytes",
+    "ffi.SmallBytes": "bytes",
+    "TVMFFIByteArray*": "bytes",
+    "ObjectRValueRef": "Object",
+    "ffi.Object": "Object",
+    "ffi.BigInt": "int",
+}
+# Names whose origin says less than the name: kept as ``type_key`` (and written back).
+_KEPT_KEYS = frozenset({"ffi.BigInt"})
+
+# Origin -> static type index (kTVMFFI*); -2 marks a structural origin (no one index).
+_STRUCTURAL = -2
+_ORIGIN_INDEX = {
+    "Any": -1,
+    "None": 0,
+    "int": 1,
+    "bool": 2,
+    "float": 3,
+    "ctypes.c_void_p": 4,
+    "dtype": 5,
+    "Device": 6,
+    "Object": 64,
+    "str": 65,
+    "bytes": 66,
+    "Callable": 68,
+    "Tensor": 70,
+    "Array": 71,
+    "Map": 72,
+    "List": 75,
+    "list": 75,
+    "Dict": 76,
+    "dict": 76,
+    "Optional": _STRUCTURAL,
+    "Union": _STRUCTURAL,
+    "tuple": _STRUCTURAL,
+}
+# Static type index -> origin, for from_type_index (the low ones are views of the same).
+_INDEX_ORIGIN = {
+    -1: "Any",
+    0: "None",
+    1: "int",
+    2: "bool",
+    3: "float",
+    4: "ctypes.c_void_p",
+    5: "dtype",
+    6: "Device",
+    7: "Tensor",
+    8: "str",
+    9: "bytes",
+    10: "Object",
+    11: "str",
+    12: "bytes",
+    64: "Object",
+    65: "str",
+    66: "bytes",
+    68: "Callable",
+    70: "Tensor",
+    71: "Array",
+    72: "Map",
+    75: "List",
+    76: "Dict",
+}
+_K_STATIC_OBJECT_BEGIN = 64
+_K_BIGINT = 78
+
+# Arity rules of the generic origins: (allowed counts, the message's wording).
+_ARITY = {
+    "Array": ((0, 1), "0 or 1"),
+    "List": ((0, 1), "0 or 1"),
+    "list": ((0, 1), "0 or 1"),
+    "Map": ((0, 2), "0 or 2"),
+    "Dict": ((0, 2), "0 or 2"),
+    "dict": ((0, 2), "0 or 2"),
 }
 
-# Folds that lose the key (``int`` is also a native type): the schema keeps it in ``type_key``.
-_RETAINED_TYPE_KEYS = frozenset({"ffi.BigInt"})
 
-# Generic containers and how many parameters an argument-less one shows.
-_GENERIC_ARITY = {"Array": 1, "List": 1, "list": 1, "Map": 2, "Dict": 2, "dict": 2}
+def _any() -> TypeSchema:
+    return TypeSchema("Any")
 
 
 class TypeSchema:
-    """A parsed type schema: an ``origin`` (a Python type name) and its ``args``.
+    """A type: ``origin`` plus ``args`` (see the module docstring)."""
 
-    As in the official binding, a function type keeps its signature in
-    ``named_args`` (``{"return": (ret,), "params": (p0, ...)}``, ``params``
-    absent for a packed function of unknown parameters) and has no positional
-    ``args``; ``TypeSchema("Callable", (ret, p0, ...))`` is normalized to that
-    form. An argument-less ``Array``/``List`` gets ``(Any,)`` and an
-    argument-less ``Map``/``Dict`` ``(Any, Any)``. ``fallback`` is the schema a
-    binding annotation uses when the origin itself is unknown to Python.
-    """
-
-    __slots__ = ("args", "fallback", "named_args", "origin", "type_key")
+    __slots__ = (
+        "__weakref__",
+        "_conv",
+        "_hash",
+        "args",
+        "fallback",
+        "named_args",
+        "origin",
+        "origin_type_index",
+        "type_key",
+    )
+    origin: str
+    args: tuple[TypeSchema, ...]  # None only for a bare ``tuple``
+    origin_type_index: int
+    fallback: TypeSchema | None
+    named_args: dict[str, tuple[TypeSchema, ...]] | None
+    type_key: str | None
 
     def __init__(
         self,
         origin: str,
-        args: tuple[TypeSchema, ...] | None = None,
+        args: tuple[TypeSchema, ...] | None = (),
         origin_type_index: int | None = None,
         fallback: TypeSchema | None = None,
         named_args: dict[str, tuple[TypeSchema, ...]] | None = None,
         type_key: str | None = None,
     ) -> None:
-        del origin_type_index  # accepted for the official signature; resolved on demand
         if not isinstance(origin, str) or not origin:
-            raise ValueError("schema type must be a nonempty string")
-        # As officially, a bare ``tuple`` keeps ``args`` None (any elements), unlike
-        # ``tuple[()]`` (exactly none); every other origin gets a tuple.
-        bare_tuple = origin == "tuple" and args is None
-        args = tuple(args) if args is not None else ()
-        if any(not isinstance(a, TypeSchema) for a in args):
-            raise TypeError("schema arguments must be TypeSchema instances")
-        if named_args is not None:
-            named_args = _normalize_named_args(named_args)
-        if origin == "Callable":
-            if args and named_args is None:
-                named_args = {"return": (args[0],)}
-                if len(args) > 1:
-                    named_args["params"] = args[1:]
-                args = ()
-            if named_args is not None:
-                if args or set(named_args) - {"return", "params"}:
-                    raise ValueError("Callable uses only named return and params groups")
-                if len(named_args.get("return", ())) != 1:
-                    raise ValueError("Callable return group must contain exactly one type")
-        if origin == "Union" and len(args) < 2:
-            raise ValueError("Union must have at least two arguments")
-        if origin == "Optional" and len(args) != 1:
-            raise ValueError("Optional must have exactly one argument")
-        arity = _GENERIC_ARITY.get(origin)
-        if arity is not None:
-            if len(args) not in (0, arity):
-                raise ValueError(f"{origin} must have 0 or {arity} argument(s)")
-            if not args:
-                args = (TypeSchema("Any"),) * arity
+            raise ValueError(f"TypeSchema origin must be a nonempty str, got {origin!r}")
+        given = None if args is None else tuple(args)
         self.origin = origin
-        self.args: tuple[TypeSchema, ...] | None = None if bare_tuple else args
         self.fallback = fallback
-        self.named_args = named_args
         self.type_key = type_key
+        self.named_args = None
+        self.args = _normal_args(origin, given)  # type: ignore[assignment]
+        if origin == "Callable":
+            self.args, self.named_args = (), _callable_named(given or (), named_args)
+        elif named_args is not None:
+            self.named_args = {str(k): tuple(v) for k, v in named_args.items()}
+        self.origin_type_index = (
+            _origin_index(origin) if origin_type_index is None else int(origin_type_index)
+        )
+        self._conv: Any = None
+        self._hash: int | None = None
 
+    # ---- JSON --------------------------------------------------------------------
     @staticmethod
     def from_json_obj(obj: dict[str, Any]) -> TypeSchema:
-        """Parse a schema given as decoded JSON (``{"type": ..., "args": [...]}``)."""
-        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
-            raise TypeError(f"expected schema dict with a 'type' string, got {obj!r}")
-        key: str = obj["type"]
-        origin = _ORIGIN_NAMES.get(key, key)
-        raw_args = obj.get("args", ())
-        if not isinstance(raw_args, (list, tuple)):
-            raw_args = ()
-        fallback = TypeSchema.from_json_obj(obj["fallback"]) if "fallback" in obj else None
-        named = obj.get("named_args")
-        named_args = None
-        if named is not None:
-            if not isinstance(named, dict):
-                raise TypeError("named_args must be a map of names to type lists")
-            named_args = {
-                k: tuple(TypeSchema.from_json_obj(a) for a in v) for k, v in named.items()
-            }
-        # Non-object entries (e.g. std::array's length) are not types: skip them.
-        args: tuple[TypeSchema, ...] | None = tuple(
-            TypeSchema.from_json_obj(a) for a in raw_args if isinstance(a, dict)
-        )
-        if "args" not in obj:
-            args = None  # a bare ``tuple`` stays bare; other origins get ()
-        if key == "std::function" and len(raw_args) == 2 and isinstance(raw_args[1], list):
-            # The legacy std::function spelling: [return, [params...]].
-            named_args = {
-                "return": (TypeSchema.from_json_obj(raw_args[0]),),
-                "params": tuple(TypeSchema.from_json_obj(a) for a in raw_args[1]),
-            }
-            args = ()
-        type_key = key if key in _RETAINED_TYPE_KEYS else None
-        return TypeSchema(origin, args, None, fallback, named_args, type_key)
+        """A schema from its JSON object form (``{"type": ..., "args": [...]}``)."""
+        return _from_json(obj)
 
     @staticmethod
     def from_json_str(s: str) -> TypeSchema:
-        """Parse a schema given as JSON text."""
-        return TypeSchema.from_json_obj(json.loads(s))
+        """A schema from its JSON text."""
+        return _from_json(json.loads(s))
 
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object form; ``from_json_obj`` reads it back to an equal schema."""
+        parts = ((key, write(self)) for key, write in _JSON_WRITERS)
+        return {"type": self.type_key or self.origin, **{k: v for k, v in parts if v is not None}}
+
+    # ---- other constructors --------------------------------------------------------
+    @staticmethod
+    def from_annotation(annotation: object) -> TypeSchema:
+        """The schema of a Python annotation (``int``, ``list[int]``, ``Optional[X]``,
+        an FFI class ...); ``TypeError`` for what has no FFI type."""
+        from ._annotation import schema_of  # _annotation imports this module
+
+        return schema_of(annotation)
+
+    @staticmethod
+    def from_type_index(type_index: int, args: tuple[TypeSchema, ...] = ()) -> TypeSchema:
+        """The schema of runtime type ``type_index`` (``ValueError`` when unknown)."""
+        index = int(type_index)
+        origin = _INDEX_ORIGIN.get(index)
+        if origin is not None:
+            return TypeSchema(origin, tuple(args))
+        key = _type_key_of(index)
+        if index == _K_BIGINT:
+            return TypeSchema("int", type_key=key)
+        return TypeSchema(key, tuple(args), origin_type_index=index)
+
+    # ---- printing ------------------------------------------------------------------
     def repr(self, ty_map: Callable[[str], str] | None = None) -> str:
-        """The schema as a Python annotation, each type name passed through ``ty_map``."""
-        return self.output_repr(ty_map)
+        """Python annotation text; ``ty_map`` renames origins and type keys."""
+        return _Printer(ty_map, None).text(self)
 
     def output_repr(self, ty_map: Callable[[str], str] | None = None) -> str:
-        """The annotation of a value this schema produces (a return value, a field)."""
-        return self._render(ty_map, False, frozenset())
+        """The text of this type as a value handed out (``repr``)."""
+        return _Printer(ty_map, False).text(self)
 
     def input_repr(self, ty_map: Callable[[str], str] | None = None) -> str:
-        """The annotation of what a parameter of this schema accepts.
-
-        An object type that registers ``__ffi_convert_type_schema__`` (the
-        schema of the values it converts from) is rendered as that schema.
-        """
-        return self._render(ty_map, True, frozenset())
-
-    def _render(self, ty_map: Callable[[str], str] | None, inp: bool, seen: frozenset[str]) -> str:
-        if self.fallback is not None and _object_index(self.origin) is None:
-            return self.fallback._render(ty_map, inp, seen)
-        if inp and self.origin not in seen:
-            convert = _convert_schema_of(self.origin)
-            if convert is not None:
-                return convert._render(ty_map, inp, seen | {self.origin})
-        origin = self.origin if ty_map is None else ty_map(self.origin)
-        if self.origin == "Callable":
-            if not self.named_args:
-                return "Callable[..., Any]"
-            ret = self.named_args["return"][0]._render(ty_map, inp, seen)
-            params = self.named_args.get("params")
-            if params is None:
-                return f"Callable[..., {ret}]"
-            inner = ", ".join(p._render(ty_map, inp, seen) for p in params)
-            return f"Callable[[{inner}], {ret}]"
-        if self.args is None:  # a bare tuple
-            return origin
-        args = [a._render(ty_map, inp, seen) for a in self.args]
-        if self.origin == "tuple" and not args:
-            return "tuple[()]"
-        if self.origin in ("Optional", "Variant", "Union"):
-            parts: list[str] = []
-            for text in args:
-                if text not in parts:
-                    parts.append(text)
-            if self.origin == "Optional":
-                parts.append("None")
-            return " | ".join(parts)
-        if args:
-            return f"{origin}[{', '.join(args)}]"
-        return origin
+        """The text of this type as a value taken in: an object type that registers
+        ``__ffi_convert_type_schema__`` shows what it converts from."""
+        return _Printer(ty_map, True).text(self)
 
     def __str__(self) -> str:
         return self.repr()
@@ -215,141 +229,287 @@ class TypeSchema:
     def __repr__(self) -> str:
         return self.repr()
 
+    # ---- identity ------------------------------------------------------------------
+    def _key(self) -> tuple[Any, ...]:
+        named = None
+        if self.named_args is not None:
+            named = tuple(sorted(self.named_args.items()))
+        return (self.origin, self.args, named, self.fallback)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TypeSchema):
             return NotImplemented
-        return (
-            self.origin == other.origin
-            and self.args == other.args
-            and self.named_args == other.named_args
-            and self.fallback == other.fallback
-        )
+        return self is other or self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.origin, self.args))
+        if self._hash is None:
+            self._hash = hash(self._key())
+        return self._hash
 
-    # ---- conversion (the official binding's type converter; _type_converter.py) ----
-
-    @property
-    def origin_type_index(self) -> int:
-        """Runtime type index the origin names; -2 for Optional/Union, -3 when unknown."""
-        from ._type_converter import origin_type_index
-
-        return origin_type_index(self)
-
-    @staticmethod
-    def from_annotation(annotation: object) -> TypeSchema:
-        """The schema of a Python annotation.
-
-        ``int``, ``list[int]`` (``List``), ``tuple[int, ...]`` (``Array``),
-        ``tuple[int, str]``, ``dict[str, int]`` (``Dict``), ``X | None``,
-        ``Union[...]``, ``Callable[[...], R]``, ``typing.Any``, registered
-        object classes (``tvmffi.Array[int]``, ``@register_object`` classes),
-        ``tvmffi.dtype``, ``tvmffi.Device``, ``ctypes.c_void_p`` and DLPack
-        tensor classes. Anything else raises ``TypeError``.
-        """
-        from ._type_converter import from_annotation
-
-        return from_annotation(annotation)
-
-    @staticmethod
-    def from_type_index(type_index: int, args: tuple[TypeSchema, ...] = ()) -> TypeSchema:
-        """The schema of runtime type ``type_index`` (a value type or a registered object type).
-
-        An index no type has raises ``ValueError``.
-        """
-        from ._type_converter import K_BIGINT, TYPE_INDEX_TO_ORIGIN, _type_key_of_index
-
-        origin = TYPE_INDEX_TO_ORIGIN.get(type_index) or _type_key_of_index(type_index)
-        type_key = "ffi.BigInt" if type_index == K_BIGINT else None
-        return TypeSchema(origin, args, type_key=type_key)
-
+    # ---- types ---------------------------------------------------------------------
     def is_subtype_of(self, target_cls: type) -> bool:
-        """Whether the origin is the object type of ``target_cls`` or derives from it.
-
-        ``False`` for a ``target_cls`` that is no FFI object class and for value
-        (non-object) origins.
-        """
-        from ._type_converter import K_OBJECT, K_STATIC_OBJECT_BEGIN, is_instance_index
-
-        try:
-            target = TypeSchema.from_annotation(target_cls).origin_type_index
-        except TypeError:
+        """Whether every value of this schema is an instance of FFI class ``target_cls``."""
+        info = getattr(target_cls, "__dict__", {}).get("__tvm_ffi_type_info__")
+        if target_cls is _core.Object:
+            target = _K_STATIC_OBJECT_BEGIN
+        elif info is not None:
+            target = int(info.type_index)
+        else:
             return False
-        mine = self.origin_type_index
-        if target == K_OBJECT:
-            return mine >= K_STATIC_OBJECT_BEGIN
-        return target >= K_STATIC_OBJECT_BEGIN and is_instance_index(mine, target)
+        index = self.origin_type_index
+        if index < _K_STATIC_OBJECT_BEGIN:
+            return False
+        return index == target or target in _ancestors_of(index)
+
+    # ---- conversion ----------------------------------------------------------------
+    def _converter(self) -> Any:
+        """The compiled converter (``_core.TypeConverter``), made once per schema."""
+        conv = self._conv
+        if conv is None:
+            conv = _core.TypeConverter(self, _object_hook)
+            self._conv = conv
+        return conv
 
     def check_value(self, value: object) -> None:
-        """Raise ``TypeError`` saying why when ``value`` cannot be converted to this schema."""
-        from ._type_converter import convert
-
-        convert(self, value, "type check")
+        """``TypeError`` (naming this schema and the reason) unless ``value`` converts."""
+        self._converter().check(value)
 
     def convert(self, value: object) -> Any:
-        """``value`` converted to this schema, as a ``CAny`` (``TypeError`` when it cannot be).
-
-        The conversions are the FFI's implicit ones (``bool`` to ``int``, a
-        list to ``Array[T]`` element by element, an object type's
-        ``__ffi_convert__``...); ``tvmffi.core._to_py_class_value(result)``
-        gives the converted value back as Python.
-        """
-        from ._type_converter import convert
-
-        return convert(self, value, "type conversion")
-
-    def to_json(self) -> dict[str, Any]:
-        """The schema as JSON-ready data; ``from_json_obj(s.to_json()) == s``."""
-        out: dict[str, Any] = {"type": self.type_key or self.origin}
-        if self.args is not None and (self.args or self.origin == "tuple"):
-            out["args"] = [a.to_json() for a in self.args]
-        if self.named_args is not None:
-            out["named_args"] = {k: [v.to_json() for v in vs] for k, vs in self.named_args.items()}
-        if self.fallback is not None:
-            out["fallback"] = self.fallback.to_json()
-        return out
+        """``value`` converted to this type, as an owned FFI value (a ``CAny``)."""
+        return self._converter().convert(value)
 
 
-def _normalize_named_args(
-    named_args: dict[str, Any],
-) -> dict[str, tuple[TypeSchema, ...]]:
-    if not isinstance(named_args, dict):
-        raise TypeError("named_args must be a map of names to type lists")
-    out: dict[str, tuple[TypeSchema, ...]] = {}
-    for name, values in named_args.items():
-        if not isinstance(name, str) or not name:
-            raise ValueError("named_args keys must be nonempty strings")
-        if not isinstance(values, (list, tuple)) or any(
-            not isinstance(v, TypeSchema) for v in values
-        ):
-            raise TypeError("named_args values must be sequences of TypeSchema")
-        out[name] = tuple(values)
+# ---- helpers -----------------------------------------------------------------------------
+def _origin_index(origin: str) -> int:
+    index = _ORIGIN_INDEX.get(origin)
+    if index is not None:
+        return index
+    found = _core._type_key_to_index(origin)
+    return _STRUCTURAL if found is None else int(found)
+
+
+def _normal_args(origin: str, args: tuple[TypeSchema, ...] | None) -> tuple[TypeSchema, ...] | None:
+    """``args`` checked against the origin's arity; missing container args become ``Any``."""
+    if origin == "Union" and (args is None or len(args) < 2):
+        raise ValueError("Union must have at least two args")
+    if origin == "Optional" and (args is None or len(args) != 1):
+        raise ValueError("Optional must have exactly one arg")
+    rule = _ARITY.get(origin)
+    if rule is None:
+        return args if origin == "tuple" else (args or ())
+    counts, words = rule
+    n = len(args or ())
+    if n not in counts:
+        raise ValueError(f"{origin} must have {words} args, got {n}")
+    return args if n else tuple(_any() for _ in range(max(counts)))
+
+
+def _callable_named(
+    args: tuple[TypeSchema, ...], named: Mapping[str, Iterable[TypeSchema]] | None
+) -> dict[str, tuple[TypeSchema, ...]] | None:
+    """A Callable's signature in its one form: ``{"return": (r,), "params": (...)}``;
+    flat ``args`` are (return, *params), a lone return meaning ``...`` params."""
+    if named is not None:
+        return {str(k): tuple(v) for k, v in named.items()}
+    if not args:
+        return None
+    out: dict[str, tuple[TypeSchema, ...]] = {"return": (args[0],)}
+    if len(args) > 1:
+        out["params"] = tuple(args[1:])
     return out
 
 
-def _object_index(origin: str) -> int | None:
-    """Type index of ``origin`` when it is a registered object type key (has a dot)."""
-    if "." not in origin:
-        return None
-    from . import _core
+def _object_module() -> Any:
+    """``tvmffi.object``, imported on first use: it imports this module itself (through
+    ``_function_doc``), so this module cannot import it while loading."""
+    from . import object as objects
 
-    index: int | None = _core._type_key_to_index(origin)
-    return index
+    return objects
 
 
-def _convert_schema_of(origin: str) -> TypeSchema | None:
-    """The ``__ffi_convert_type_schema__`` of object type ``origin``, parsed; else None."""
-    index = _object_index(origin)
-    if index is None:
-        return None
-    from . import _core
+def _type_key_of(index: int) -> str:
+    objects = _object_module()
 
-    raw = _core._lookup_type_attr(index, "__ffi_convert_type_schema__")
+    objects._check_type_index(index)
+    return str(objects._type_info_by_index(index).type_key)
+
+
+def _ancestors_of(index: int) -> tuple[int, ...]:
+    objects = _object_module()
+
+    objects._check_type_index(index)
+    return tuple(objects._type_info_by_index(index).ancestors)
+
+
+def _schema_list(raw: Any) -> list[Any]:
+    return list(raw) if isinstance(raw, (list, tuple)) else []
+
+
+# The optional members of the JSON form, each written only when the schema has it.
+def _write_args(s: TypeSchema) -> Any:
+    # A tuple's args are written even when empty: tuple[()] differs from a bare tuple.
+    keep = s.args is not None and (len(s.args) > 0 or s.origin == "tuple")
+    return [a.to_json() for a in s.args] if keep else None
+
+
+def _write_named(s: TypeSchema) -> Any:
+    named = s.named_args
+    return None if named is None else {k: [a.to_json() for a in v] for k, v in named.items()}
+
+
+def _write_fallback(s: TypeSchema) -> Any:
+    return None if s.fallback is None else s.fallback.to_json()
+
+
+_JSON_WRITERS = (("args", _write_args), ("named_args", _write_named), ("fallback", _write_fallback))
+
+
+def _from_json(obj: Any) -> TypeSchema:
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        raise TypeError(f"expected schema dict with a 'type' str, got {obj!r}")
+    name: str = obj["type"]
+    raw_args = _schema_list(obj.get("args"))
+    args = tuple(_from_json(a) for a in raw_args if isinstance(a, dict))
+    named = _named_from_json(obj.get("named_args"))
+    origin = _JSON_ORIGIN.get(name, name)
+    if origin == "Callable" and named is None and raw_args:
+        named = _flat_signature(raw_args)
+    fallback = _from_json(obj["fallback"]) if isinstance(obj.get("fallback"), dict) else None
+    if origin == "tuple" and "args" not in obj:
+        args_or_none: tuple[TypeSchema, ...] | None = None
+    else:
+        args_or_none = args
+    return TypeSchema(
+        origin,
+        () if origin == "Callable" else args_or_none,
+        fallback=fallback,
+        named_args=named,
+        type_key=name if name in _KEPT_KEYS else None,
+    )
+
+
+def _named_from_json(raw: Any) -> dict[str, tuple[TypeSchema, ...]] | None:
     if raw is None:
         return None
-    if isinstance(raw, TypeSchema):
-        return raw
-    if isinstance(raw, dict):
-        return TypeSchema.from_json_obj(raw)
-    return TypeSchema.from_json_str(str(raw))
+    if not isinstance(raw, dict):
+        raise TypeError(f"named_args must be a dict, got {raw!r}")
+    out = {}
+    for key, value in raw.items():
+        if not isinstance(value, list):
+            raise TypeError(f"named_args[{key!r}] must be a list of schemas, got {value!r}")
+        out[str(key)] = tuple(_from_json(v) for v in value)
+    return out
+
+
+def _flat_signature(raw_args: list[Any]) -> dict[str, tuple[TypeSchema, ...]]:
+    """Old flat Callable args: the return first, then params inline or as one list; a
+    lone return leaves the params unknown (``...``)."""
+    ret = _from_json(raw_args[0]) if isinstance(raw_args[0], dict) else _any()
+    if len(raw_args) == 1:
+        return {"return": (ret,)}
+    params: list[TypeSchema] = []
+    for item in raw_args[1:]:
+        group = item if isinstance(item, list) else [item]
+        params.extend(_from_json(p) for p in group if isinstance(p, dict))
+    return {"return": (ret,), "params": tuple(params)}
+
+
+def _object_hook(schema: TypeSchema) -> Any:
+    """For an object-type node: how a payload (an int or str) becomes that type's value,
+    or None. A payload enum (IntEnum / StrEnum) looks its variant up by payload. Refuses
+    (``ValueError``) an index the runtime does not know, before C asks for its type info."""
+    objects = _object_module()
+
+    objects._check_type_index(schema.origin_type_index)
+    cls = objects._REGISTERED.get(schema.origin_type_index)
+    enum_module = sys.modules.get("tvmffi.dataclasses.enum")  # no enum class before it
+    payload_of = getattr(enum_module, "_payload_of", None)
+    if not isinstance(cls, type) or payload_of is None:
+        return None
+    payload = payload_of(cls)
+    if payload not in (int, str):
+        return None
+
+    def lookup(value: Any) -> Any:
+        if type(value) is not payload:
+            return None
+        try:
+            return cls.get(value)  # type: ignore[attr-defined]
+        except KeyError:
+            return None
+
+    return lookup
+
+
+class _Printer:
+    """Annotation text of a schema. ``inputs``: None (plain), True (a value taken in),
+    False (a value handed out); a Callable's params are read the other way round."""
+
+    def __init__(self, ty_map: Callable[[str], str] | None, inputs: bool | None) -> None:
+        self.name: Callable[[str], str] = ty_map if ty_map is not None else str
+        self.inputs = inputs
+        self.widening: set[str] = set()
+
+    def text(self, s: TypeSchema) -> str:
+        if (
+            s.fallback is not None
+            and s.origin_type_index == _STRUCTURAL
+            and s.origin
+            not in (
+                "Optional",
+                "Union",
+                "tuple",
+            )
+        ):
+            return self.text(s.fallback)
+        origin = s.origin
+        if origin == "Optional":
+            return f"{self.text(s.args[0])} | None"
+        if origin == "Union":
+            return " | ".join(self.text(a) for a in s.args)
+        if origin == "Callable":
+            return self._callable(s)
+        if origin == "tuple":
+            if s.args is None:
+                return self.name("tuple")
+            inner = ", ".join(self.text(a) for a in s.args) if s.args else "()"
+            return f"{self.name('tuple')}[{inner}]"
+        if origin in ("list", "dict"):
+            origin = origin.capitalize()
+        if s.args:
+            return f"{self.name(origin)}[{', '.join(self.text(a) for a in s.args)}]"
+        if self.inputs and s.origin_type_index >= _K_STATIC_OBJECT_BEGIN:
+            widened = self._widened(s)
+            if widened is not None:
+                return widened
+        return self.name(origin)
+
+    def _widened(self, s: TypeSchema) -> str | None:
+        if s.origin in self.widening:
+            return None
+        raw = _core._lookup_type_attr(s.origin_type_index, "__ffi_convert_type_schema__")
+        if not isinstance(raw, str):
+            return None
+        try:
+            wide = TypeSchema.from_json_str(raw)
+        except (TypeError, ValueError):
+            return None
+        self.widening.add(s.origin)
+        try:
+            return self.text(wide)
+        finally:
+            self.widening.discard(s.origin)
+
+    def _callable(self, s: TypeSchema) -> str:
+        named = s.named_args or {}
+        ret = named.get("return")
+        ret_text = self.text(ret[0]) if ret else "Any"
+        params = named.get("params")
+        if params is None:
+            return f"{self.name('Callable')}[..., {ret_text}]"
+        self.inputs = None if self.inputs is None else not self.inputs
+        try:
+            inner = ", ".join(self.text(p) for p in params)
+        finally:
+            self.inputs = None if self.inputs is None else not self.inputs
+        return f"{self.name('Callable')}[[{inner}], {ret_text}]"

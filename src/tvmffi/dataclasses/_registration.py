@@ -174,11 +174,9 @@ _NATIVE_LAYOUT: dict[str, tuple[int, int, int]] = {
     "Union": (16, 8, _K_ANY),
 }
 
-# Field converters (capsules), referenced (not owned) by the runtime's setters: a type is
-# never unregistered, so they live as long as the process.
+# Field converters (TypeConverter objects), referenced (not owned) by the runtime's
+# setters: a type is never unregistered, so they live as long as the process.
 _CONVERTERS: list[Any] = []
-# Schema origins whose common values the C converter settles without Python (csrc/py_class.c).
-_CONVERTER_KINDS = {"int": 1, "float": 2, "bool": 3, "str": 4}
 
 
 def _layout(f: Any) -> tuple[int, int, int]:
@@ -192,17 +190,9 @@ def _getter_and_setter(f: Any, static_index: int) -> tuple[int, Any]:
     schema = f._ty_schema
     if schema is None or getattr(schema, "origin", "Any") == "Any":
         return 0, None
-    from .._type_converter import convert_field_value
-
-    to_py = _core._to_py_class_value
-
-    def converter(value: Any) -> Any:
-        return to_py(convert_field_value(schema, value))
-
-    capsule, converter_address, convert_address = _core._py_class_field_converter(
-        _CONVERTER_KINDS.get(schema.origin, 0), converter
-    )
-    _CONVERTERS.append(capsule)
+    converter = schema._converter()
+    converter_address, convert_address = converter._setter_entry()
+    _CONVERTERS.append(converter)
     getter = int(_cached_global_func("ffi.MakeFieldGetter")(static_index))
     setter = _cached_global_func("ffi.MakeFieldSetter")(
         static_index, converter_address, convert_address
