@@ -421,6 +421,8 @@ static inline int tvmffi_is_object(PyObject* o) {
 
 /* ---- py_class.c: FFI types defined in Python ---------------------------------- */
 int tvmffi_py_class_init(PyObject* module);
+/* field_table.c: the read-only field table of a dataclass and its C dunders */
+int tvmffi_field_table_init(PyObject* module);
 
 /* ---- rvalue.c: obj._move() ---------------------------------------------------- */
 extern PyTypeObject TVMFFIRValueRefType;

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from . import _core, _function_doc
 from ._core import Object
+from ._dunder import install_init
 from ._repr import forget_layouts, print_graph
 from .function import _cached_global_func
 
@@ -505,32 +506,6 @@ def _kwargs_marker() -> Any:
     return _cached_global_func("ffi.GetKwargsObject")()
 
 
-def _make_init(cls: type, ffi_init: Any) -> Callable[..., None]:
-    init_handle = _core._init_handle
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if kwargs:
-            packed = list(args)
-            packed.append(_kwargs_marker())
-            for k, v in kwargs.items():
-                packed.append(k)
-                packed.append(v)
-            init_handle(self, ffi_init, *packed)
-        else:
-            init_handle(self, ffi_init, *args)
-
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    return __init__
-
-
-def _make_no_init(cls: type, key: str) -> Callable[..., None]:
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        raise TypeError(f"{key} has no __ffi_init__ and cannot be constructed from Python")
-
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    return __init__
-
-
 _REGISTERED: dict[int, type] = {}
 # Guards every change of the class registries (_REGISTERED and the extension's, kept
 # equal): a registration, with the drop of generated classes it implies, and the making
@@ -574,12 +549,7 @@ def _bind_new_class(cls: type[Object], key: str, *, install: bool, init: bool) -
         for name, desc in _attrs_of(index).items():
             if name not in cls.__dict__ and not _defined_by_user_base(cls, name):
                 setattr(cls, name, desc)
-    if init and "__init__" not in cls.__dict__:
-        ffi_init = _find_ffi_init(index)
-        if ffi_init is not None:
-            cls.__init__ = _make_init(cls, ffi_init)  # type: ignore[method-assign]
-        else:
-            cls.__init__ = _make_no_init(cls, key)  # type: ignore[method-assign]
+    install_init(cls, cls.__tvm_ffi_type_info__, init=init)  # type: ignore[attr-defined]
     _bind_class(index, cls)
 
 
@@ -822,21 +792,17 @@ def _type_cls_to_type_info(type_cls: type) -> TypeInfo | None:
     return info if isinstance(info, TypeInfo) else None
 
 
-def _lookup_type_attr(type_index: int, attr_key: str, ancestor: bool = False) -> Any:
-    """Value of the type attribute ``attr_key`` of a type (or, with ``ancestor``, its nearest
-    ancestor having one); ``None`` when absent."""
-    value = _core._lookup_type_attr(type_index, attr_key)
-    if value is not None or not ancestor:
-        return value
-    try:
-        _check_type_index(type_index)
-    except ValueError:  # no such type: no attribute, as officially
-        return None
-    ancestors = _type_info_by_index(type_index).ancestors
-    for anc in reversed(ancestors):
-        value = _core._lookup_type_attr(anc, attr_key)
-        if value is not None:
-            return value
+def _lookup_type_attr(type_index: int, name: str, ancestor: bool = False) -> Any:
+    """The value the runtime's type-attribute column ``name`` holds for ``type_index``
+    (the official ``core._lookup_type_attr``); ``None`` when the column or the entry is
+    absent. With ``ancestor`` a type without an entry answers its nearest ancestor's."""
+    found = _core._lookup_type_attr(type_index, name)
+    if found is not None or not ancestor:
+        return found
+    for parent in reversed(_type_info_by_index(type_index).ancestors):
+        found = _core._lookup_type_attr(parent, name)
+        if found is not None:
+            return found
     return None
 
 

@@ -310,6 +310,20 @@ class TypeSchema:
             out["fallback"] = self.fallback.to_json()
         return out
 
+    def _converter(self) -> Callable[[Any], Any]:  # interim
+        """``conv(value) -> converted value`` for this schema (``TypeError`` when the value
+        does not convert). Interim: wraps today's field conversion."""
+        from . import _core
+        from ._type_converter import convert_field_value
+
+        to_py = _core._to_py_class_value
+        schema = self
+
+        def conv(value: Any) -> Any:  # interim
+            return to_py(convert_field_value(schema, value))
+
+        return conv
+
 
 def _normalize_named_args(
     named_args: dict[str, Any],

@@ -9,7 +9,7 @@ from functools import update_wrapper
 from typing import Any, TypeVar
 
 from .. import _core
-from .._dunder import _chain_fields
+from .._lineage import _chain_fields
 from ..container import Array, Dict, List, Map
 from .field import Field
 

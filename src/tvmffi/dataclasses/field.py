@@ -56,31 +56,33 @@ class Field:
 
     def __init__(
         self,
-        name: str | None = None,
-        _ty_schema: Any = None,
         *,
-        default: object = MISSING,
-        default_factory: Callable[[], object] | None = MISSING,
+        name: str | None = None,
+        type: Any = None,
+        default: Any = MISSING,
+        default_factory: Any = MISSING,
         init: bool = True,
         repr: bool = True,
-        compare: bool = False,
-        hash: bool | None = True,
-        kw_only: bool | None = False,
+        compare: bool = True,
+        hash: bool | None = None,
+        kw_only: bool | None = None,
         frozen: bool = False,
         structural_eq: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         doc: str | None = None,
         converter: Callable[[Any], Any] = _field_converter,
+        _ty_schema: Any = None,
         **extra_kwargs: Any,
     ) -> None:
-        _check_default_and_kind(default, default_factory, structural_eq)
-        self.name, self._ty_schema, self.type = name, _ty_schema, None
-        self.default, self.default_factory = default, default_factory
-        self.init, self.repr, self.compare, self.hash = init, repr, compare, hash
-        self.kw_only, self.frozen, self.structural_eq = kw_only, frozen, structural_eq
-        self.doc, self.converter = doc, converter
-        self.metadata: dict[str, Any] = {} if metadata is None else dict(metadata)
-        self.extra_kwargs: dict[str, Any] = extra_kwargs
+        factory = MISSING if default_factory is None else default_factory
+        _check_default_and_kind(default, factory, structural_eq)
+        self.name, self.type, self._ty_schema = name, type, _ty_schema
+        self.default, self.default_factory = default, factory
+        self.init, self.repr, self.compare = init, repr, compare
+        self.hash, self.kw_only, self.frozen = hash, kw_only, frozen
+        self.structural_eq, self.doc, self.converter = structural_eq, doc, converter
+        self.metadata = dict(metadata) if metadata is not None else {}
+        self.extra_kwargs = extra_kwargs
 
     def __copy__(self) -> Field:
         """A copy with its own ``metadata`` and ``extra_kwargs`` dicts (values shared)."""

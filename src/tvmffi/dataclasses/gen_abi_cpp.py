@@ -33,7 +33,7 @@ from typing import Any
 
 # From the modules ``tvmffi.core`` re-exports them from (``core`` imports this package).
 from .. import _core
-from .._dunder import _lineage
+from .._lineage import _lineage
 from ..object import FieldInfo as TypeField
 from ..object import TypeInfo, get_type_info
 from ..registry import get_registered_type_keys
