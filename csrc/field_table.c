@@ -494,7 +494,11 @@ static int fields_equal(FieldTable* t, PyObject* a, PyObject* b) {
 
 static PyObject* recursive(int which, PyObject* a, PyObject* b) {
   PyObject* args[2] = {a, b};
-  return PyObject_Vectorcall(g_recursive[which], args, b == NULL ? 1 : 2, NULL);
+  PyObject* f = g_recursive[which];
+  if (Py_TYPE(f) == &TVMFFIFunctionType && HANDLE(f) != NULL) {
+    return tvmffi_call_handle(HANDLE(f), args, b == NULL ? 1 : 2, 0);
+  }
+  return PyObject_Vectorcall(f, args, b == NULL ? 1 : 2, NULL);
 }
 
 static PyObject* table_compare(FieldTable* t, PyObject* a, PyObject* b, int op) {
@@ -571,6 +575,10 @@ static PyObject* table_copy(FieldTable* t, PyObject* self) {
                  "(its C++ class is not copy-constructible)",
                  t->type_key);
     return NULL;
+  }
+  /* The runtime's copy is short: called with the GIL kept. */
+  if (Py_TYPE(t->shallow_copy) == &TVMFFIFunctionType && HANDLE(t->shallow_copy) != NULL) {
+    return tvmffi_call_handle(HANDLE(t->shallow_copy), &self, 1, 0);
   }
   return PyObject_CallOneArg(t->shallow_copy, self);
 }

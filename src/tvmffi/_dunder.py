@@ -36,6 +36,10 @@ _DUNDER_OPTIONS: dict[str, bool] = {
     "match_args": True,
 }
 
+MISSING: Any = _cached_global_func("ffi.GetInvalidObject")()
+"""The runtime's sentinel (re-exported as ``tvmffi.core.MISSING``): an ``__init__``
+parameter whose field has a default shows it; an argument given as it is left out."""
+
 _SET_UP: list[bool] = []
 
 
@@ -44,7 +48,6 @@ def _set_up() -> None:
     if _SET_UP:
         return
     g = _cached_global_func
-    missing = g("ffi.GetInvalidObject")()
     _core._field_table_setup(
         g("ffi.RecursiveEq"),
         g("ffi.RecursiveHash"),
@@ -55,7 +58,7 @@ def _set_up() -> None:
         g("ffi.DeepCopy"),
         _core.Object.__repr__,
         g("ffi.GetKwargsObject")(),
-        missing,
+        MISSING,
     )
     _SET_UP.append(True)
 
@@ -88,8 +91,10 @@ def _row(tf: Any, cls: type) -> tuple[Any, ...]:
         make = getattr(declared._ty_schema, "_converter", None)
         if converter is None and make is not None:
             converter = make()
-    else:
+    elif tf.has_default:
         default, factory = tf.c_default, tf.c_default_factory
+    else:
+        default, factory = _core_missing(), None
     return (tf.name, prop, default, factory if callable(factory) else None, converter, flags)
 
 
@@ -169,7 +174,7 @@ def _init_signature(table: Any) -> inspect.Signature:
         name, _, default, factory, _, flags = table.row(i)
         if not flags & _ROW_INIT:
             continue
-        has_default = factory is not None or default is not _core_missing()
+        has_default = factory is not _core_missing() or default is not _core_missing()
         kind = (
             inspect.Parameter.KEYWORD_ONLY
             if flags & _ROW_KW_ONLY
@@ -183,7 +188,7 @@ def _init_signature(table: Any) -> inspect.Signature:
 
 
 def _core_missing() -> Any:
-    return _cached_global_func("ffi.GetInvalidObject")()
+    return MISSING
 
 
 def install_init(cls: type, info: Any, *, init: bool) -> None:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from . import _core, _function_doc
 from ._core import Object
+from ._dunder import MISSING as _MISSING
 from ._dunder import install_init
 from ._repr import forget_layouts, print_graph
 from .function import _cached_global_func
@@ -47,7 +48,7 @@ _SEQ_HASH_DEF_PATTERN = 1 << 4
 _SEQ_HASH_DEF_SIMPLE = 1 << 12
 
 
-MISSING: Any = _cached_global_func("ffi.GetInvalidObject")()
+MISSING: Any = _MISSING
 """The runtime's sentinel object (``ffi.GetInvalidObject``): no value, no default.
 
 The same object as the official binding's ``tvm_ffi.core.MISSING``: maps answer it
