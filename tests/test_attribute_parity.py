@@ -242,7 +242,7 @@ out = {"bare": {}, "own_init": {}, "testing": {}}
 for key in sys.argv[1:]:
     out["bare"][key] = registered(key, False)
     out["own_init"][key] = registered(key, True)
-for name in tvm_ffi.testing.__all__ if hasattr(tvm_ffi.testing, "__all__") else dir(tvm_ffi.testing):
+for name in getattr(tvm_ffi.testing, "__all__", dir(tvm_ffi.testing)):
     value = getattr(tvm_ffi.testing, name)
     if isinstance(value, type) and issubclass(value, tvm_ffi.Object):
         out["testing"][name] = sorted(value.__dict__)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import tvmffi
-import tvmffi.testing  # noqa: F401  (registers the testing types)
+import tvmffi.testing
 from tvmffi import Object, register_object
 from tvmffi.dataclasses import field, py_class
 

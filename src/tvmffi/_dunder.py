@@ -13,6 +13,7 @@ per call unless the class supplies some (``__post_init__``, a converter).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import Any
 
@@ -39,6 +40,15 @@ _DUNDER_OPTIONS: dict[str, bool] = {
 MISSING: Any = _cached_global_func("ffi.GetInvalidObject")()
 """The runtime's sentinel (re-exported as ``tvmffi.core.MISSING``): an ``__init__``
 parameter whose field has a default shows it; an argument given as it is left out."""
+
+# The dunders each option asks for (None: always).
+_OPTION_DUNDERS: tuple[tuple[str | None, list[str]], ...] = (
+    ("repr", ["__repr__"]),
+    ("eq", ["__eq__", "__ne__"]),
+    ("order", ["__lt__", "__le__", "__gt__", "__ge__"]),
+    ("unsafe_hash", ["__hash__"]),
+    (None, ["__copy__", "__deepcopy__", "__replace__"]),
+)
 
 _SET_UP: list[bool] = []
 
@@ -114,9 +124,7 @@ def field_table(cls: type, info: Any, *, fields: bool = True) -> Any:
     rows = tuple(_row(tf, cls) for tf in _chain_fields(info)) if fields else ()
     by_name = {r[0]: r[1] for r in rows}
     init_props = tuple(
-        (by_name[name], func)
-        for name, func in _init_property_funcs(cls).items()
-        if name in by_name
+        (by_name[name], func) for name, func in _init_property_funcs(cls).items() if name in by_name
     )
     flags = 0
     if any(r[5] & _ROW_CONVERT_ARG for r in rows):
@@ -154,9 +162,7 @@ def _positional_rows(rows: tuple[tuple[Any, ...], ...]) -> list[int]:
     """The row each positional ``__init__`` argument sets: the init fields that are not
     keyword-only, those without a default first (the runtime's order)."""
     missing = _core_missing()
-    takes = [
-        i for i, r in enumerate(rows) if r[5] & _ROW_INIT and not r[5] & _ROW_KW_ONLY
-    ]
+    takes = [i for i, r in enumerate(rows) if r[5] & _ROW_INIT and not r[5] & _ROW_KW_ONLY]
     return sorted(takes, key=lambda i: rows[i][2] is not missing or rows[i][3] is not None)
 
 
@@ -169,7 +175,8 @@ def _init_signature(table: Any) -> inspect.Signature:
     shows ``MISSING`` (the runtime fills the default in)."""
     empty = inspect.Parameter.empty
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    positional, keyword = [], []
+    positional: list[inspect.Parameter] = []
+    keyword: list[inspect.Parameter] = []
     for i in range(len(table)):
         name, _, default, factory, _, flags = table.row(i)
         if not flags & _ROW_INIT:
@@ -223,10 +230,8 @@ def _wrap_own_init(cls: type, info: Any, table: Any) -> None:
         return
     ffi_new = _core._lookup_type_attr(info.type_index, "__ffi_new__")
     made = _core._table_method(table, "__init__", cls, f"{cls.__qualname__}.__init__", own, ffi_new)
-    try:
+    with contextlib.suppress(TypeError, ValueError):  # a callable without a signature
         made.__signature__ = inspect.signature(own)
-    except (TypeError, ValueError):
-        pass
     cls.__init__ = made  # type: ignore[misc]
     if "__ffi_py_class_user_init__" in cls.__dict__:
         cls.__ffi_py_class_user_init__ = made  # type: ignore[attr-defined]
@@ -241,21 +246,17 @@ def _defines_init(cls: type) -> bool:
     return "__ffi_py_class_user_init__" in cls.__dict__
 
 
-def _install_dataclass_dunders(
-    cls: type,
-    *,
-    init: bool = True,
-    repr: bool = True,
-    eq: bool = False,
-    order: bool = False,
-    unsafe_hash: bool = False,
-    match_args: bool = True,
-    py_class_mode: bool = False,
-) -> None:
+def _install_dataclass_dunders(cls: type, py_class_mode: bool = False, **options: bool) -> None:
     """Install the dataclass dunders of ``cls`` (registered) from its field table; a
-    dunder the class body defines stays. ``__init__``: with ``init`` the constructor's
-    (a C++ type without one keeps ``Object``'s; with ``py_class_mode`` one refusing is
+    dunder the class body defines stays. ``options`` are those of ``_DUNDER_OPTIONS``
+    (unnamed ones keep its defaults). ``__init__``: with ``init`` the constructor's (a
+    C++ type without one keeps ``Object``'s; with ``py_class_mode`` one refusing is
     installed then); without ``init`` a C++ type's refuses construction."""
+    unknown = sorted(options.keys() - _DUNDER_OPTIONS.keys())
+    if unknown:
+        raise TypeError(f"unknown dataclass options: {', '.join(unknown)}")
+    chosen = {**_DUNDER_OPTIONS, **options}
+    init, eq, order = chosen["init"], chosen["eq"], chosen["order"]
     if order and not eq:
         raise ValueError("order=True requires eq=True")
     info = cls.__dict__.get("__tvm_ffi_type_info__") or cls.__tvm_ffi_type_info__  # type: ignore[attr-defined]
@@ -273,20 +274,14 @@ def _install_dataclass_dunders(
             if has_init:
                 made.__signature__ = _init_signature(table)
             cls.__init__ = made  # type: ignore[misc]
-    if repr:
-        wanted.append("__repr__")
-    if eq:
-        wanted += ["__eq__", "__ne__"]
-    if order:
-        wanted += ["__lt__", "__le__", "__gt__", "__ge__"]
-    if unsafe_hash:
-        wanted.append("__hash__")
-    wanted += ["__copy__", "__deepcopy__", "__replace__"]
+    for option, dunders in _OPTION_DUNDERS:
+        if option is None or chosen[option]:
+            wanted += dunders
     for name in wanted:
         if name not in own:
             setattr(cls, name, _method(cls, table, name))
-    if match_args and "__match_args__" not in own:
-        names = [table.row(i) for i in range(len(table))]
-        cls.__match_args__ = tuple(  # type: ignore[attr-defined]
-            r[0] for r in names if r[5] & _ROW_INIT and not r[5] & _ROW_KW_ONLY
+    if chosen["match_args"] and "__match_args__" not in own:
+        rows = [table.row(i) for i in range(len(table))]
+        cls.__match_args__ = tuple(  # type: ignore[attr-defined,misc]
+            r[0] for r in rows if r[5] & _ROW_INIT and not r[5] & _ROW_KW_ONLY
         )

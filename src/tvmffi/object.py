@@ -797,14 +797,11 @@ def _lookup_type_attr(type_index: int, name: str, ancestor: bool = False) -> Any
     """The value the runtime's type-attribute column ``name`` holds for ``type_index``
     (the official ``core._lookup_type_attr``); ``None`` when the column or the entry is
     absent. With ``ancestor`` a type without an entry answers its nearest ancestor's."""
-    found = _core._lookup_type_attr(type_index, name)
-    if found is not None or not ancestor:
-        return found
-    for parent in reversed(_type_info_by_index(type_index).ancestors):
-        found = _core._lookup_type_attr(parent, name)
-        if found is not None:
-            return found
-    return None
+    chain = [type_index]
+    if ancestor:
+        chain.extend(reversed(_type_info_by_index(type_index).ancestors))
+    values = (_core._lookup_type_attr(index, name) for index in chain)
+    return next((v for v in values if v is not None), None)
 
 
 _register_class(OpaquePyObject, "ffi.OpaquePyObject", install=False, init=False)

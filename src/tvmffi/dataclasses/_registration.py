@@ -295,19 +295,15 @@ def _method_attr(method: Any) -> Any:
     return _core.MethodDescriptor(method.func, False, method.doc or None)
 
 
-def add_class_attrs(
-    cls: type, info: TypeInfo, type_attr_names: Collection[str] = ()
-) -> type:
+def add_class_attrs(cls: type, info: TypeInfo, type_attr_names: Collection[str] = ()) -> type:
     """Publish the type's own reflected fields (descriptors) and methods on ``cls``, its
     ``__ffi_init__`` and the named type attributes; a name the class body defines stays.
     Returns ``cls``."""
-    own = cls.__dict__
-    for tf in info.fields or ():
-        if tf.name not in own:
-            setattr(cls, tf.name, tf.as_property(cls))
-    for method in info.methods:
-        if method.name != "__ffi_init__" and method.name not in own:
-            setattr(cls, method.name, _method_attr(method))
+    published: dict[str, Any] = {m.name: _method_attr(m) for m in info.methods}
+    published.update((tf.name, tf.as_property(cls)) for tf in info.fields or ())
+    published.pop("__ffi_init__", None)  # the table's method, below
+    for name in published.keys() - cls.__dict__.keys():
+        setattr(cls, name, published[name])
     install_ffi_init_attr(cls, info)
     add_type_attr_class_attrs(cls, info, type_attr_names)
     return cls

@@ -9,7 +9,6 @@ dataclass dunders derived from the reflection data.
 from __future__ import annotations
 
 import inspect
-import typing
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -149,9 +148,7 @@ def _warn_missing_field_annotations(cls: type, type_info: TypeInfo, *, stackleve
 
 
 @dataclass_transform(field_specifiers=(field, Field))
-def c_class(
-    type_key: str, init: bool = True, **options: Unpack[_DataclassOptions]
-) -> Callable[[_T], _T]:
+def c_class(type_key: str, **options: Unpack[_DataclassOptions]) -> Callable[[_T], _T]:
     """Class decorator: a dataclass view of the C++-defined FFI type ``type_key``.
 
     The class is registered for the type (``register_object``); its reflected fields
@@ -175,7 +172,7 @@ def c_class(
         install_ffi_init_attr(cls, info)
         _install_dataclass_dunders(
             cls,
-            init=init,
+            init=bool(params["init"]),
             **{k: params[k] for k in ("repr", "eq", "order", "unsafe_hash", "match_args")},
         )
         cls.__ffi_is_dataclass__ = True  # type: ignore[attr-defined]

@@ -24,7 +24,6 @@ from typing import Any, ClassVar, TypedDict, TypeVar
 
 from typing_extensions import Unpack, dataclass_transform
 
-from .. import _core
 from .._dunder import _DUNDER_OPTIONS, _install_dataclass_dunders
 from .._lineage import _chain_fields
 from ..object import TypeInfo, _type_cls_to_type_info
@@ -554,9 +553,7 @@ def _finish_at_instantiation(cls: type) -> None:
     resolve (the decoration is then undone, freeing the type key)."""
     with _PENDING_LOCK:
         if cls in _FAILED:
-            raise TypeError(
-                f"Cannot instantiate {cls.__name__}: its registration failed before"
-            )
+            raise TypeError(f"Cannot instantiate {cls.__name__}: its registration failed before")
         if cls not in _PENDING:
             return
         _flush_pending()
@@ -667,7 +664,7 @@ def _decorate(cls: _T, params: dict[str, Any]) -> _T:
 
 
 @dataclass_transform(field_specifiers=(field, Field, init_property))
-def py_class(type_key: Any = None, **options: Unpack[_PyClassOptions]) -> Any:
+def py_class(type_key: Any = None, /, **options: Unpack[_PyClassOptions]) -> Any:
     """Class decorator: a new FFI object type whose Python class is the decorated one, with
     dataclass semantics (see the module docstring).
 
