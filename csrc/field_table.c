@@ -296,9 +296,9 @@ static int construct(FieldTable* t, PyObject* self, PyObject* const* args, Py_ss
     return -1;
   }
   Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-  Py_ssize_t cap = 2 + nargs + 1 + 2 * nkw;
-  PyObject* small[32];
-  PyObject** stack = 2 * cap <= 32 ? small : PyMem_Malloc(sizeof(PyObject*) * (size_t)(2 * cap));
+  Py_ssize_t cap = 2 + 2 * nargs + 1 + 2 * nkw;
+  PyObject* small[40];
+  PyObject** stack = 2 * cap <= 40 ? small : PyMem_Malloc(sizeof(PyObject*) * (size_t)(2 * cap));
   if (stack == NULL) {
     PyErr_NoMemory();
     return -1;
@@ -308,10 +308,26 @@ static int construct(FieldTable* t, PyObject* self, PyObject* const* args, Py_ss
   int rc = 0;
   stack[n++] = self;
   stack[n++] = t->ffi_init;
-  for (Py_ssize_t i = 0; rc == 0 && i < nargs; i++) {
-    if (args[i] != g_missing) rc = put_arg(t, stack, n++, args[i], i, NULL, owned, &n_owned);
+  /* Positional arguments up to the first MISSING; the ones after it go by the
+   * name of the field they set (the MISSING one's field keeps its default). */
+  Py_ssize_t npos = 0;
+  while (npos < nargs && args[npos] != g_missing) npos++;
+  for (Py_ssize_t i = 0; rc == 0 && i < npos; i++) {
+    rc = put_arg(t, stack, n++, args[i], i, NULL, owned, &n_owned);
   }
-  if (nkw > 0) stack[n++] = g_kwargs_marker;
+  if (rc == 0 && (nkw > 0 || npos < nargs)) stack[n++] = g_kwargs_marker;
+  for (Py_ssize_t i = npos; rc == 0 && i < nargs; i++) {
+    if (args[i] == g_missing) continue;
+    if (i >= PyTuple_GET_SIZE(t->positional)) {
+      PyErr_Format(PyExc_TypeError, "%U.__init__() takes %zd positional arguments but %zd were given",
+                   t->type_key, PyTuple_GET_SIZE(t->positional), nargs);
+      rc = -1;
+      break;
+    }
+    Py_ssize_t row = PyLong_AsSsize_t(PyTuple_GET_ITEM(t->positional, i));
+    stack[n++] = t->rows[row].name;
+    rc = put_arg(t, stack, n++, args[i], i, NULL, owned, &n_owned);
+  }
   for (Py_ssize_t i = 0; rc == 0 && i < nkw; i++) {
     if (args[nargs + i] == g_missing) continue;
     PyObject* name = PyTuple_GET_ITEM(kwnames, i);
@@ -355,12 +371,52 @@ static int post_init(PyObject* self) {
 
 /* ---- repr --------------------------------------------------------------- */
 
+/* A str builder: CPython's public PyUnicodeWriter from 3.14, its private
+ * predecessor before (the same operations). */
+#if PY_VERSION_HEX >= 0x030E0000
+typedef PyUnicodeWriter* Writer;
+static Writer w_new(void) { return PyUnicodeWriter_Create(64); }
+static int w_char(Writer w, Py_UCS4 c) { return PyUnicodeWriter_WriteChar(w, c); }
+static int w_ascii(Writer w, const char* s) {
+  return PyUnicodeWriter_WriteUTF8(w, s, (Py_ssize_t)strlen(s));
+}
+static int w_str(Writer w, PyObject* s) { return PyUnicodeWriter_WriteStr(w, s); }
+static PyObject* w_finish(Writer w) { return PyUnicodeWriter_Finish(w); }
+static void w_discard(Writer w) { PyUnicodeWriter_Discard(w); }
+#else
+typedef _PyUnicodeWriter* Writer;
+static Writer w_new(void) {
+  _PyUnicodeWriter* w = PyMem_Malloc(sizeof(_PyUnicodeWriter));
+  if (w == NULL) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  _PyUnicodeWriter_Init(w);
+  w->overallocate = 1;
+  return w;
+}
+static int w_char(Writer w, Py_UCS4 c) { return _PyUnicodeWriter_WriteChar(w, c); }
+static int w_ascii(Writer w, const char* s) {
+  return _PyUnicodeWriter_WriteASCIIString(w, s, (Py_ssize_t)strlen(s));
+}
+static int w_str(Writer w, PyObject* s) { return _PyUnicodeWriter_WriteStr(w, s); }
+static PyObject* w_finish(Writer w) {
+  PyObject* out = _PyUnicodeWriter_Finish(w);
+  PyMem_Free(w);
+  return out;
+}
+static void w_discard(Writer w) {
+  _PyUnicodeWriter_Dealloc(w);
+  PyMem_Free(w);
+}
+#endif
+
 /* One str in ReprPrint's form: double quotes, C escapes, non-ASCII as \u/\U. */
-static int write_str(_PyUnicodeWriter* w, PyObject* s) {
+static int write_str(Writer w, PyObject* s) {
   Py_ssize_t n = PyUnicode_GET_LENGTH(s);
   int kind = PyUnicode_KIND(s);
   const void* data = PyUnicode_DATA(s);
-  if (_PyUnicodeWriter_WriteChar(w, '"') < 0) return -1;
+  if (w_char(w, '"') < 0) return -1;
   for (Py_ssize_t i = 0; i < n; i++) {
     Py_UCS4 c = PyUnicode_READ(kind, data, i);
     char buf[16];
@@ -383,25 +439,22 @@ static int write_str(_PyUnicodeWriter* w, PyObject* s) {
           esc = buf;
         }
     }
-    int rc = esc != NULL ? _PyUnicodeWriter_WriteASCIIString(w, esc, (Py_ssize_t)strlen(esc))
-                         : _PyUnicodeWriter_WriteChar(w, c);
-    if (rc < 0) return -1;
+    if ((esc != NULL ? w_ascii(w, esc) : w_char(w, c)) < 0) return -1;
   }
-  return _PyUnicodeWriter_WriteChar(w, '"');
+  return w_char(w, '"');
 }
 
 /* 1 when `value` was printed, 0 when it is not a plain value (the runtime prints it). */
-static int write_plain(_PyUnicodeWriter* w, PyObject* value) {
+static int write_plain(Writer w, PyObject* value) {
   char buf[64];
-  if (value == Py_None) return _PyUnicodeWriter_WriteASCIIString(w, "None", 4) < 0 ? -1 : 1;
-  if (PyBool_Check(value)) {
-    const char* s = value == Py_True ? "True" : "False";
-    return _PyUnicodeWriter_WriteASCIIString(w, s, (Py_ssize_t)strlen(s)) < 0 ? -1 : 1;
-  }
-  if (PyLong_CheckExact(value)) {
+  if (value == Py_None) {
+    snprintf(buf, sizeof buf, "None");
+  } else if (PyBool_Check(value)) {
+    snprintf(buf, sizeof buf, "%s", value == Py_True ? "True" : "False");
+  } else if (PyLong_CheckExact(value)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (overflow != 0) return 0;
+    if (overflow != 0) return 0; /* a BigInt: the runtime's */
     snprintf(buf, sizeof buf, "%lld", v);
   } else if (PyFloat_CheckExact(value)) {
     snprintf(buf, sizeof buf, "%g", PyFloat_AS_DOUBLE(value));
@@ -410,41 +463,35 @@ static int write_plain(_PyUnicodeWriter* w, PyObject* value) {
   } else {
     return 0;
   }
-  return _PyUnicodeWriter_WriteASCIIString(w, buf, (Py_ssize_t)strlen(buf)) < 0 ? -1 : 1;
+  return w_ascii(w, buf) < 0 ? -1 : 1;
 }
 
 /* NULL with no error set: a value needs the runtime's printer. */
 static PyObject* repr_plain(FieldTable* t, PyObject* self) {
-  _PyUnicodeWriter w;
-  _PyUnicodeWriter_Init(&w);
-  w.overallocate = 1;
+  Writer w = w_new();
+  if (w == NULL) return NULL;
   int first = 1;
-  if (_PyUnicodeWriter_WriteStr(&w, t->type_key) < 0 || _PyUnicodeWriter_WriteChar(&w, '(') < 0) {
-    goto fail;
-  }
+  if (w_str(w, t->type_key) < 0 || w_char(w, '(') < 0) goto fail;
   for (Py_ssize_t i = 0; i < Py_SIZE(t); i++) {
     Row* r = &t->rows[i];
     if (!(r->flags & ROW_REPR)) continue;
     PyObject* value = row_get(r, self);
     if (value == NULL) goto fail;
-    int rc = 0;
-    if ((!first && _PyUnicodeWriter_WriteASCIIString(&w, ", ", 2) < 0) ||
-        _PyUnicodeWriter_WriteStr(&w, r->name) < 0 || _PyUnicodeWriter_WriteChar(&w, '=') < 0) {
-      rc = -1;
-    } else {
-      rc = write_plain(&w, value);
+    int rc = -1;
+    if ((first || w_ascii(w, ", ") == 0) && w_str(w, r->name) == 0 && w_char(w, '=') == 0) {
+      rc = write_plain(w, value);
     }
     Py_DECREF(value);
     if (rc <= 0) {
-      _PyUnicodeWriter_Dealloc(&w);
+      w_discard(w);
       return NULL; /* rc 0: no error, the caller falls back */
     }
     first = 0;
   }
-  if (_PyUnicodeWriter_WriteChar(&w, ')') < 0) goto fail;
-  return _PyUnicodeWriter_Finish(&w);
+  if (w_char(w, ')') < 0) goto fail;
+  return w_finish(w);
 fail:
-  _PyUnicodeWriter_Dealloc(&w);
+  w_discard(w);
   return NULL;
 }
 

@@ -200,3 +200,12 @@ def test_init_false_field_cannot_be_replaced() -> None:
 
     with pytest.raises(ValueError, match="init=False"):
         Hidden(1).__replace__(h=4)  # type: ignore[attr-defined]
+
+
+def test_missing_passed_positionally_keeps_the_default() -> None:
+    from tvmffi.core import MISSING
+
+    p = P(1, 2.0, "s", MISSING)
+    assert p.d == 7
+    q = P(1, 2.0, MISSING, c="t")  # type: ignore[arg-type]
+    assert (q.c, q.d) == ("t", 7)
