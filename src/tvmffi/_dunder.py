@@ -18,7 +18,7 @@ import inspect
 from typing import Any
 
 from . import _core
-from ._lineage import _chain_fields, _lineage
+from ._lineage import _chain_fields, _deep_copy, _lineage
 from .function import _cached_global_func
 
 __all__ = ["_install_dataclass_dunders", "field_table", "install_init"]
@@ -65,7 +65,7 @@ def _set_up() -> None:
         g("ffi.RecursiveLe"),
         g("ffi.RecursiveGt"),
         g("ffi.RecursiveGe"),
-        g("ffi.DeepCopy"),
+        _deep_copy,
         _core.Object.__repr__,
         g("ffi.GetKwargsObject")(),
         MISSING,
