@@ -12,6 +12,8 @@
  *   cany.c          CAny: one owned FFI value held by Python (TypeSchema.convert)
  *   reflection.c    reflected fields, methods, constructors, container cells
  *   py_class.c      FFI types defined in Python (@py_class): type and field registration
+ *   field_table.c   one read-only field table per dataclass; its C __init__, __repr__,
+ *                   __eq__/ordering, __hash__, __copy__/__deepcopy__/__replace__
  *   function.c      Function type and its vectorcall call path; the global registry
  *   function_doc.c  a Function's __name__/__qualname__/__doc__/__signature__, lazily
  *   type_docs.c     the public types' docstrings
@@ -422,6 +424,8 @@ static inline int tvmffi_is_object(PyObject* o) {
 
 /* ---- py_class.c: FFI types defined in Python ---------------------------------- */
 int tvmffi_py_class_init(PyObject* module);
+/* field_table.c: the read-only field table of a dataclass and its C dunders */
+int tvmffi_field_table_init(PyObject* module);
 
 /* ---- rvalue.c: obj._move() ---------------------------------------------------- */
 extern PyTypeObject TVMFFIRValueRefType;

@@ -86,7 +86,8 @@ PyMODINIT_FUNC PyInit__core(void) {
       tvmffi_reflection_init(m) < 0 || tvmffi_graph_guard_init(m) < 0 ||
       tvmffi_graph_entry_init(m) < 0 || tvmffi_any_init(m) < 0 ||
       tvmffi_error_object_init(m) < 0 || tvmffi_rvalue_init(m) < 0 ||
-      tvmffi_py_class_init(m) < 0 || tvmffi_strbytes_init_types(m) < 0 ||
+      tvmffi_py_class_init(m) < 0 || tvmffi_field_table_init(m) < 0 ||
+      tvmffi_strbytes_init_types(m) < 0 ||
       tvmffi_tensor_init_types(m) < 0 || tvmffi_stream_init(m) < 0 ||
       tvmffi_cany_init(m) < 0 || tvmffi_type_plan_init(m) < 0 || tvmffi_teardown_init(m) < 0 ||
       tvmffi_library_probe_init(m) < 0 || tvmffi_library_pin_init() < 0 ||

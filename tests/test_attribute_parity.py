@@ -204,3 +204,102 @@ def test_version_module_names() -> None:
     assert _version.version_tuple == _version._version_tuple(tvmffi.__version__)
     assert _version._version_tuple("0.1.15.post2") == (0, 1, 15, "post2")
     assert _version.commit_id is None
+
+
+# ---- registered classes ------------------------------------------------------------
+# Every attribute the official ``register_object`` / ``@c_class`` puts on a class, the
+# same decoration in tvmffi puts on it too (fields, methods, ``__ffi_init__``,
+# ``__init__``, ``__tvm_ffi_type_info__``, the dataclass dunders).
+REGISTERED_KEYS = (
+    "testing.TestIntPair",
+    "testing.TestObjectBase",
+    "testing.TestObjectDerived",
+    "testing.TestCxxNoAutoInit",
+    "testing.TestVisitHook",
+    "testing.TestCxxAutoInit",
+    "testing.TestCxxClassDerived",
+    "testing.TestNonCopyable",
+)
+# The ABC machinery of the official ``Object`` metaclass and the instance layout
+# (``__slots__``: the official metaclass adds an empty one to every class; tvmffi's
+# enum classes keep a ``__dict__``): not attributes a registration gives.
+_CLASS_MACHINERY = frozenset(
+    {"__abstractmethods__", "_abc_impl", "__weakref__", "__dict__", "__slots__"}
+)
+
+_COLLECT_CLASSES = r"""
+import json, sys
+import tvm_ffi, tvm_ffi.testing
+
+def registered(key, own_init):
+    body = {"__slots__": ()}
+    if own_init:
+        body["__init__"] = lambda self, *args: self.__ffi_init__(*args)
+    cls = type("C", (tvm_ffi.Object,), body)
+    return sorted(tvm_ffi.register_object(key)(cls).__dict__)
+
+out = {"bare": {}, "own_init": {}, "testing": {}}
+for key in sys.argv[1:]:
+    out["bare"][key] = registered(key, False)
+    out["own_init"][key] = registered(key, True)
+for name in getattr(tvm_ffi.testing, "__all__", dir(tvm_ffi.testing)):
+    value = getattr(tvm_ffi.testing, name)
+    if isinstance(value, type) and issubclass(value, tvm_ffi.Object):
+        out["testing"][name] = sorted(value.__dict__)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def official_classes() -> dict[str, dict[str, list[str]]]:
+    pytest.importorskip("tvm_ffi")
+    proc = subprocess.run(
+        [sys.executable, "-c", _COLLECT_CLASSES, *REGISTERED_KEYS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "TVMFFI_HOST"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: dict[str, dict[str, list[str]]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _registered(key: str, own_init: bool) -> type:
+    body: dict[str, object] = {"__slots__": ()}
+    if own_init:
+        body["__init__"] = lambda self, *args: self.__ffi_init__(*args)
+    cls = type("C", (tvmffi.Object,), body)
+    made: type = tvmffi.register_object(key)(cls)
+    return made
+
+
+@pytest.mark.parametrize("own_init", [False, True], ids=["bare", "own_init"])
+@pytest.mark.parametrize("key", REGISTERED_KEYS)
+def test_register_object_gives_every_official_class_attribute(
+    official_classes: dict[str, dict[str, list[str]]], key: str, own_init: bool
+) -> None:
+    import tvmffi.testing  # noqa: F401  (the testing library's types)
+
+    cls = _registered(key, own_init)
+    wanted = set(official_classes["own_init" if own_init else "bare"][key]) - _CLASS_MACHINERY
+    assert sorted(wanted - set(cls.__dict__)) == []
+    if "__ffi_init__" in wanted:  # and it constructs, for a class whose __init__ calls it
+        assert callable(cls.__dict__["__ffi_init__"])
+
+
+def test_testing_classes_have_every_official_class_attribute(
+    official_classes: dict[str, dict[str, list[str]]],
+) -> None:
+    import tvmffi.testing
+
+    missing = {}
+    for name, official_names in official_classes["testing"].items():
+        ours = getattr(tvmffi.testing, name, None)
+        if ours is None:
+            continue  # the module-level name parity is the test above
+        lacking = sorted(set(official_names) - _CLASS_MACHINERY - set(vars(ours)))
+        lacking = [n for n in lacking if not n.startswith("__tvm_ffi_stub")]
+        if lacking:
+            missing[name] = lacking
+    assert missing == {}

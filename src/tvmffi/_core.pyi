@@ -299,6 +299,56 @@ def _py_class_register_method(
 ) -> None: ...
 def _py_class_register_attr(type_index: int, name: str, value: Any) -> None: ...
 def _py_class_learn_deleter(type_index: int, /) -> None: ...
+
+# field_table.c: one read-only field table per class and the C dunders reading it
+class FieldTable:
+    names: tuple[str, ...]
+    init_names: tuple[str, ...]
+    repr_names: tuple[str, ...]
+    def row(self, i: int, /) -> tuple[str, Any, Any, Any, Any, int]: ...
+    def __len__(self) -> int: ...
+
+class TableMethod:
+    __name__: str
+    __qualname__: str
+    __signature__: Any
+    __objclass__: type
+    __ffi_field_table__: FieldTable
+    def __get__(self, obj: Any, owner: Any = ...) -> Any: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+def _field_table(
+    type_key: str,
+    ffi_init: Any,
+    shallow_copy: Any,
+    rows: tuple[tuple[Any, ...], ...],
+    init_props: tuple[tuple[Any, Any], ...],
+    positional: tuple[int, ...],
+    flags: int,
+    /,
+) -> FieldTable: ...
+def _field_table_setup(
+    eq: Any,
+    hash: Any,
+    lt: Any,
+    le: Any,
+    gt: Any,
+    ge: Any,
+    deep_copy: Any,
+    repr_fallback: Any,
+    kwargs_marker: Any,
+    missing: Any,
+    /,
+) -> None: ...
+def _table_method(
+    table: FieldTable,
+    name: str,
+    owner: type,
+    qualname: str,
+    wrapped: Any = ...,
+    ffi_new: Any = ...,
+    /,
+) -> TableMethod: ...
 def _teardown_layouts() -> tuple[int, int, int]: ...
 
 # ---- pickle (tensor/buffer.c, callback.c) --------------------------------------

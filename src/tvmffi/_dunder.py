@@ -1,336 +1,34 @@
-"""Dataclass dunder methods of ``@c_class`` and ``@py_class`` types.
+"""The dunders of FFI classes, as C methods over one field table per class.
 
-Everything is derived from the type's reflection data and delegates to the
-runtime: ``__init__`` packs its arguments for the type's ``__ffi_init__`` (which
-binds positional, keyword-only and default fields), ``__eq__``/ordering/
-``__hash__`` call ``ffi.RecursiveEq``/``Lt``/.../``RecursiveHash``, ``__copy__``
-the type's ``__ffi_shallow_copy__``, ``__deepcopy__`` ``ffi.DeepCopy``.
-A dunder the class body defines itself is never replaced.
+A decorator (``register_object``, ``@c_class``, ``@py_class``) calls
+:func:`field_table` once per class: the fields of the type's whole chain, in
+layout order, each with the descriptor that reads it and its options, go into a
+read-only ``FieldTable`` (csrc/field_table.c). :func:`_install_dataclass_dunders`
+then puts the table's methods on the class: ``__init__`` (the type's reflected
+constructor, keyword arguments by the runtime's KWARGS protocol, then computed
+fields and ``__post_init__``), ``__repr__``, ``__eq__``/``__ne__``, ordering,
+``__hash__``, ``__copy__``, ``__deepcopy__``, ``__replace__``; no Python code runs
+per call unless the class supplies some (``__post_init__``, a converter).
 """
 
 from __future__ import annotations
 
-import copy
-import functools
+import contextlib
 import inspect
-import sys
-from collections import ChainMap
-from collections.abc import Callable
 from typing import Any
 
 from . import _core
+from ._lineage import _chain_fields, _deep_copy, _lineage
 from .function import _cached_global_func
-from .object import MISSING, TypeInfo, _kwargs_marker, _repr_hook
 
-__all__ = ["_install_dataclass_dunders"]
+__all__ = ["_install_dataclass_dunders", "field_table", "install_init"]
 
+# Row flags and table flags, as csrc/field_table.c reads them.
+_ROW_INIT, _ROW_REPR, _ROW_COMPARE, _ROW_HASH, _ROW_KW_ONLY, _ROW_CONVERT_ARG = 1, 2, 4, 8, 16, 32
+_TABLE_CUSTOM_REPR, _TABLE_POST_INIT, _TABLE_CONVERTS = 1, 2, 4
 
-def _lineage(type_info: TypeInfo) -> list[TypeInfo]:
-    """``type_info`` and its ancestors, root type first."""
-    parent = type_info.parent_type_info
-    return [type_info] if parent is None else [*_lineage(parent), type_info]
-
-
-def _chain_fields(type_info: TypeInfo) -> list[Any]:
-    """All reflected fields, root type's first."""
-    return [f for info in _lineage(type_info) for f in info.fields or ()]
-
-
-def _make_init_signature(type_info: TypeInfo) -> inspect.Signature:
-    """The signature ``__ffi_init__`` binds: required positionals, defaulted ones, then
-    keyword-only (required first); defaults show as ``MISSING`` (the runtime fills them)."""
-    positional = [f for f in _chain_fields(type_info) if f.c_init and not f.c_kw_only]
-    kw_only = [f for f in _chain_fields(type_info) if f.c_init and f.c_kw_only]
-    pos_kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    kw_kind = inspect.Parameter.KEYWORD_ONLY
-    params = [inspect.Parameter("self", pos_kind)]
-    for group, kind in ((positional, pos_kind), (kw_only, kw_kind)):
-        params += [inspect.Parameter(f.name, kind) for f in group if not f.c_has_default]
-        params += [
-            inspect.Parameter(f.name, kind, default=MISSING) for f in group if f.c_has_default
-        ]
-    return inspect.Signature(params)
-
-
-def _collect_init_property_funcs(type_cls: type) -> list[tuple[str, Callable[..., Any]]]:
-    """``(name, func)`` of every ``init_property`` of the class and its bases: each
-    class body's table (``__ffi_init_property_funcs__``) layered over its bases', so a
-    name comes in the place of the root-most class declaring it, with the function of the
-    most derived one."""
-    layers = [vars(k).get("__ffi_init_property_funcs__", {}) for k in type_cls.__mro__]
-    return list(ChainMap(*layers).items())
-
-
-def _pack_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-    """Positional arguments, then the runtime's KWARGS marker and key/value pairs
-    (a ``MISSING`` value is left out: the field takes its default)."""
-    packed = list(args)
-    if kwargs:
-        packed.append(_kwargs_marker())
-        for key, value in kwargs.items():
-            if value is not MISSING:
-                packed.append(key)
-                packed.append(value)
-    return packed
-
-
-def _payload_enum_normalizers(
-    type_info: TypeInfo, *, own_only: bool = False, init_only: bool = True
-) -> dict[str, Callable[[Any], Any]]:
-    """For each init field typed as an IntEnum/StrEnum, a function that turns a raw
-    payload (``10``, ``"+"``) into its variant, as the field's converter does; a C++
-    field's setter would not."""
-    from .object import _REGISTERED
-
-    enum_module = sys.modules.get("tvmffi.dataclasses.enum")
-    payload_bases = tuple(
-        base
-        for base in (getattr(enum_module, "IntEnum", None), getattr(enum_module, "StrEnum", None))
-        if isinstance(base, type)
-    )
-    if not payload_bases:  # no enum class exists yet (the enum module is being imported)
-        return {}
-
-    out: dict[str, Callable[[Any], Any]] = {}
-    for f in type_info.fields or () if own_only else _chain_fields(type_info):
-        ty = f.ty if f.c_init or not init_only else None
-        target = _REGISTERED.get(getattr(ty, "origin_type_index", -1)) if ty else None
-        if isinstance(target, type) and issubclass(target, payload_bases):
-
-            def normalize(value: Any, schema: Any = ty) -> Any:
-                return _core._to_py_class_value(schema._converter().convert_field(value))
-
-            out[f.name] = normalize
-    return out
-
-
-def _normalizing(
-    type_info: TypeInfo, normalizers: dict[str, Callable[[Any], Any]]
-) -> Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]:
-    """Arguments with payload-enum fields normalized: positional ones in the order the
-    runtime binds them (required positional fields, then defaulted ones)."""
-    positional = [f for f in _chain_fields(type_info) if f.c_init and not f.c_kw_only]
-    order = [f.name for f in positional if not f.c_has_default]
-    order += [f.name for f in positional if f.c_has_default]
-
-    def apply(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        new_args = (
-            tuple(
-                normalizers[name](v) if name in normalizers else v
-                for name, v in zip(order, args, strict=False)
-            )
-            + args[len(order) :]
-        )
-        new_kwargs = {
-            k: normalizers[k](v) if k in normalizers and v is not MISSING else v
-            for k, v in kwargs.items()
-        }
-        return new_args, new_kwargs
-
-    return apply
-
-
-def _make_init(
-    type_cls: type, type_info: TypeInfo, ffi_init: Any, py_class_mode: bool = False
-) -> Callable[..., None]:
-    """``__init__`` calling ``ffi_init``, then the init properties and ``__post_init__``.
-
-    In a ``@py_class`` a second call (``super().__init__()`` of a subclass whose own
-    ``__init__`` built the object) does nothing; in a ``@c_class`` it is refused.
-    """
-    init_props = _collect_init_property_funcs(type_cls)
-    has_post_init = hasattr(type_cls, "__post_init__")
-    type_name = type_cls.__name__
-
-    def finish(self: Any) -> None:
-        if init_props:
-            cls = type(self)
-            for name, func in init_props:
-                getattr(cls, name).set(self, func(self))
-        if has_post_init:
-            self.__post_init__()
-
-    if py_class_mode:
-
-        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            if self.__chandle__() != 0:
-                return
-            self.__init_handle_by_constructor__(ffi_init, *_pack_args(args, kwargs))
-            finish(self)
-
-    else:
-        normalizers = _payload_enum_normalizers(type_info)
-        normalize = _normalizing(type_info, normalizers) if normalizers else None
-
-        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            if normalize is not None:
-                args, kwargs = normalize(args, kwargs)
-            if type_info is not getattr(type(self), "__tvm_ffi_type_info__", None):
-                raise TypeError(
-                    f"Calling `super().__init__()` is not supported for @c_class "
-                    f"`{type_name}`. Use @py_class for inheritance with manual "
-                    f"__init__, or define `{type(self).__name__}` with init=True."
-                )
-            self.__init_handle_by_constructor__(ffi_init, *_pack_args(args, kwargs))
-            finish(self)
-
-    __init__.__signature__ = _make_init_signature(type_info)  # type: ignore[attr-defined]
-    __init__.__qualname__ = f"{type_cls.__qualname__}.__init__"
-    __init__.__module__ = type_cls.__module__
-    return __init__
-
-
-def _make_no_init(cls: type) -> Callable[..., None]:
-    msg = (
-        f"`{cls.__name__}` cannot be constructed directly. "
-        "Define a custom __init__ or use a factory method."
-    )
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        raise TypeError(msg)
-
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    __init__.__module__ = cls.__module__
-    return __init__
-
-
-def _allocate_if_new(obj: Any, ffi_new: Any) -> None:
-    """Give ``obj`` its FFI object (fields at their zero values) unless it has one."""
-    if obj.__chandle__() == 0:
-        obj.__init_handle_by_constructor__(ffi_new)
-
-
-def _wrap_user_init(user_init: Callable[..., None], ffi_new: Any) -> Callable[..., None]:
-    """A ``@py_class`` body's own ``__init__``, run on an allocated object so that it may
-    set fields or call ``self.__ffi_init__`` (it keeps the body's name and signature)."""
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        _allocate_if_new(self, ffi_new)
-        user_init(self, *args, **kwargs)
-
-    return functools.update_wrapper(__init__, user_init)
-
-
-def _refuse_copy(self: Any) -> Any:
-    raise TypeError(
-        f"Type `{type(self).__name__}` does not support copy. "
-        "The underlying C++ type is not copy-constructible."
-    )
-
-
-def _deep_copy(self: Any, memo: Any = None) -> Any:
-    """``copy.deepcopy``: the runtime copies the whole graph (``ffi.DeepCopy``); a graph
-    holding what the runtime cannot copy (a tensor, a function) is copied the way pickle
-    sends it (tensors by their bytes)."""
-    try:
-        return _cached_global_func("ffi.DeepCopy")(self)
-    except RuntimeError as err:
-        from ._pickle import copies_what_deepcopy_refused
-
-        if not copies_what_deepcopy_refused(err):
-            raise  # a type that is not copyable at all (as officially)
-    from ._pickle import deep_copy_graph
-
-    return deep_copy_graph(self, memo)
-
-
-def _replace_fields(self: Any, **changes: Any) -> Any:
-    """``copy.replace``: a shallow copy with ``changes`` written through the field
-    descriptors (frozen fields included)."""
-    clone = copy.copy(self)
-    for name, value in changes.items():
-        try:
-            write = getattr(type(clone), name).set
-        except AttributeError:
-            raise TypeError(
-                f"{type(clone).__name__}.__replace__() got an unexpected field {name!r}"
-            ) from None
-        write(clone, value)
-    return clone
-
-
-def _copy_dunders(index: int) -> dict[str, Callable[..., Any]]:
-    """``__copy__`` (the type's ``__ffi_shallow_copy__``, or a refusal), ``__deepcopy__``
-    and ``__replace__``."""
-    shallow = _core._lookup_type_attr(index, "__ffi_shallow_copy__")
-    if shallow is None:
-        return {
-            "__copy__": _refuse_copy,
-            "__deepcopy__": _deep_copy,
-            "__replace__": _replace_fields,
-        }
-
-    def __copy__(self: Any) -> Any:
-        return shallow(self)
-
-    return {"__copy__": __copy__, "__deepcopy__": _deep_copy, "__replace__": _replace_fields}
-
-
-def _set_match_args(cls: type, type_info: TypeInfo) -> None:
-    """``__match_args__``: the positional init fields, root type's first."""
-    if "__match_args__" in cls.__dict__:
-        return
-    names = []
-    for f in _chain_fields(type_info):
-        df = f.dataclass_field
-        if df is not None and df.init and not df.kw_only:
-            names.append(f.name)
-    cls.__match_args__ = tuple(names)  # type: ignore[attr-defined,misc]
-
-
-def _is_comparable(self: Any, other: Any) -> bool:
-    return isinstance(other, type(self)) or isinstance(self, type(other))
-
-
-def _comparison(name: str, ffi_name: str, negate: bool = False) -> Callable[[Any, Any], Any]:
-    func = _cached_global_func(ffi_name)  # returns a bool
-
-    # Two objects of one class skip the isinstance checks (the common case).
-    if negate:
-
-        def compare(self: Any, other: Any) -> Any:
-            if type(other) is not type(self) and not _is_comparable(self, other):
-                return NotImplemented
-            return not func(self, other)
-
-    else:
-
-        def compare(self: Any, other: Any) -> Any:
-            if type(other) is not type(self) and not _is_comparable(self, other):
-                return NotImplemented
-            return func(self, other)
-
-    compare.__name__ = name
-    return compare
-
-
-def _install_comparisons(cls: type, eq: bool, order: bool, unsafe_hash: bool) -> None:
-    # A family (eq/ne, the four orderings) is installed whole or not at all, so a
-    # user's member never disagrees with a generated one.
-    own = set(cls.__dict__)
-    if eq and not ({"__eq__", "__ne__"} & own):
-        cls.__eq__ = _comparison("__eq__", "ffi.RecursiveEq")  # type: ignore[method-assign,assignment]
-        cls.__ne__ = _comparison("__ne__", "ffi.RecursiveEq", negate=True)  # type: ignore[method-assign,assignment]
-    if order and not ({"__lt__", "__le__", "__gt__", "__ge__"} & own):
-        for op in ("lt", "le", "gt", "ge"):
-            setattr(cls, f"__{op}__", _comparison(f"__{op}__", f"ffi.Recursive{op.title()}"))
-    if unsafe_hash and "__hash__" not in own:
-        recursive_hash = _cached_global_func("ffi.RecursiveHash")
-
-        def __hash__(self: Any) -> int:
-            return int(recursive_hash(self))
-
-        cls.__hash__ = __hash__  # type: ignore[method-assign,assignment]
-
-
-def _find_ffi_init(type_info: TypeInfo) -> Any:
-    for m in type_info.methods:
-        if m.name == "__ffi_init__":
-            return m.func
-    return _core._lookup_type_attr(type_info.type_index, "__ffi_init__")
-
-
-_DUNDER_OPTIONS = {
+# The dataclass options of both decorators and their defaults (the official ones).
+_DUNDER_OPTIONS: dict[str, bool] = {
     "init": True,
     "repr": True,
     "eq": False,
@@ -339,49 +37,251 @@ _DUNDER_OPTIONS = {
     "match_args": True,
 }
 
+MISSING: Any = _cached_global_func("ffi.GetInvalidObject")()
+"""The runtime's sentinel (re-exported as ``tvmffi.core.MISSING``): an ``__init__``
+parameter whose field has a default shows it; an argument given as it is left out."""
 
-def _install_dataclass_dunders(cls: type, *, py_class_mode: bool = False, **options: bool) -> None:
-    """Install the dataclass dunders on ``cls`` (registered, with ``__tvm_ffi_type_info__``).
+# The dunders each option asks for (None: always).
+_OPTION_DUNDERS: tuple[tuple[str | None, list[str]], ...] = (
+    ("repr", ["__repr__"]),
+    ("eq", ["__eq__", "__ne__"]),
+    ("order", ["__lt__", "__le__", "__gt__", "__ge__"]),
+    ("unsafe_hash", ["__hash__"]),
+    (None, ["__copy__", "__deepcopy__", "__replace__"]),
+)
 
-    ``options`` are the decorator's ``init``/``repr``/``eq``/``order``/``unsafe_hash``/
-    ``match_args`` (``dataclasses`` defaults). ``init``: ``__init__`` from the reflected
-    fields (``init=False``: one that raises ``TypeError``); a ``@py_class`` body's own
-    ``__init__`` is kept, run on a freshly allocated object. ``repr``: the runtime's
-    printer. ``eq``/``order``/``unsafe_hash``: recursive structural comparison and
-    hashing (``NotImplemented`` across unrelated types). ``__copy__``/``__deepcopy__``/
-    ``__replace__`` always.
-    """
-    unknown = options.keys() - _DUNDER_OPTIONS.keys()
-    if unknown:
-        raise TypeError(f"unexpected dataclass options: {', '.join(sorted(unknown))}")
-    want = {**_DUNDER_OPTIONS, **options}
-    info: TypeInfo = cls.__dict__["__tvm_ffi_type_info__"]
-    generated = _copy_dunders(info.type_index)
-    init = _init_dunder(cls, info, want["init"], py_class_mode)
-    if init is not None:
-        generated["__init__"] = init
-    if want["repr"]:
-        generated["__repr__"] = _repr_hook
-    for name, value in generated.items():
-        if name not in cls.__dict__ or (name == "__init__" and py_class_mode):
-            setattr(cls, name, value)
-    _install_comparisons(cls, want["eq"], want["order"], want["unsafe_hash"])
-    if want["match_args"]:
-        _set_match_args(cls, info)
+_SET_UP: list[bool] = []
 
 
-def _init_dunder(
-    cls: type, info: TypeInfo, init: bool, py_class_mode: bool
-) -> Callable[..., None] | None:
-    """The ``__init__`` to install, if any: the body's own one wrapped to allocate first
-    (``@py_class``), one calling ``__ffi_init__``, or (``init=False``) a refusal."""
+def _set_up() -> None:
+    """Hand the runtime's recursive functions to the C side, once."""
+    if _SET_UP:
+        return
+    g = _cached_global_func
+    _core._field_table_setup(
+        g("ffi.RecursiveEq"),
+        g("ffi.RecursiveHash"),
+        g("ffi.RecursiveLt"),
+        g("ffi.RecursiveLe"),
+        g("ffi.RecursiveGt"),
+        g("ffi.RecursiveGe"),
+        _deep_copy,
+        _core.Object.__repr__,
+        g("ffi.GetKwargsObject")(),
+        MISSING,
+    )
+    _SET_UP.append(True)
+
+
+def _row_flags(tf: Any) -> int:
+    return (
+        (_ROW_INIT if tf.init else 0)
+        | (_ROW_REPR if tf.repr else 0)
+        | (_ROW_COMPARE if tf.compare else 0)
+        | (_ROW_HASH if tf.hash else 0)
+        | (_ROW_KW_ONLY if tf.kw_only else 0)
+    )
+
+
+def _row(tf: Any, cls: type) -> tuple[Any, ...]:
+    """One table row: (name, descriptor, default, factory, converter, flags). The
+    descriptor is the class's own where it has one (an enum-normalizing wrapper)."""
+    own = next((k.__dict__[tf.name] for k in cls.__mro__ if tf.name in k.__dict__), None)
+    prop = own if own is not None and hasattr(own, "__get__") else tf.as_property(cls)
+    declared = tf.dataclass_field
+    flags = _row_flags(tf)
+    # A field the runtime converts itself (a @py_class field: its setter calls the
+    # converter) keeps its converter for reference; a C++ field whose own setter takes
+    # only the converted value (an enum variant, not its payload) converts in __init__.
+    converter = getattr(prop, "_normalize", None)
+    if converter is not None:
+        flags |= _ROW_CONVERT_ARG
+    if declared is not None:
+        default, factory = declared.default, declared.default_factory
+        make = getattr(declared._ty_schema, "_converter", None)
+        if converter is None and make is not None:
+            converter = make()
+    elif tf.has_default:
+        default, factory = tf.c_default, tf.c_default_factory
+    else:
+        default, factory = _core_missing(), None
+    return (tf.name, prop, default, factory if callable(factory) else None, converter, flags)
+
+
+def _find_ffi_init(info: Any) -> Any:
+    """The type's reflected constructor: its ``__ffi_init__`` method, else the
+    type-attribute entry; ``None`` when it has neither."""
+    for m in info.methods:
+        if m.name == "__ffi_init__":
+            return m.func
+    return _core._lookup_type_attr(info.type_index, "__ffi_init__")
+
+
+def field_table(cls: type, info: Any, *, fields: bool = True) -> Any:
+    """The read-only field table of ``cls`` (type ``info``): with ``fields`` a row per
+    field of the type's chain, root type's first."""
+    _set_up()
+    rows = tuple(_row(tf, cls) for tf in _chain_fields(info)) if fields else ()
+    by_name = {r[0]: r[1] for r in rows}
+    init_props = tuple(
+        (by_name[name], func) for name, func in _init_property_funcs(cls).items() if name in by_name
+    )
+    flags = 0
+    if any(r[5] & _ROW_CONVERT_ARG for r in rows):
+        flags |= _TABLE_CONVERTS
+    # The runtime prints these types its own way (a hook, an enum variant's name).
+    if any(
+        _core._lookup_type_attr(level.type_index, "__ffi_repr__") is not None
+        or level.type_key == "ffi.Enum"
+        for level in _lineage(info)
+    ):
+        flags |= _TABLE_CUSTOM_REPR
+    if callable(getattr(cls, "__post_init__", None)):
+        flags |= _TABLE_POST_INIT
+    return _core._field_table(
+        info.type_key,
+        _find_ffi_init(info),
+        _core._lookup_type_attr(info.type_index, "__ffi_shallow_copy__"),
+        rows,
+        init_props,
+        tuple(_positional_rows(rows)),
+        flags,
+    )
+
+
+def _init_property_funcs(cls: type) -> dict[str, Any]:
+    """name -> function of every ``init_property`` of the class and its bases (a
+    subclass's own overriding its base's)."""
+    found: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        found.update(klass.__dict__.get("__ffi_init_property_funcs__", {}))
+    return found
+
+
+def _positional_rows(rows: tuple[tuple[Any, ...], ...]) -> list[int]:
+    """The row each positional ``__init__`` argument sets: the init fields that are not
+    keyword-only, those without a default first (the runtime's order)."""
+    missing = _core_missing()
+    takes = [i for i, r in enumerate(rows) if r[5] & _ROW_INIT and not r[5] & _ROW_KW_ONLY]
+    return sorted(takes, key=lambda i: rows[i][2] is not missing or rows[i][3] is not None)
+
+
+def _method(cls: type, table: Any, name: str) -> Any:
+    return _core._table_method(table, name, cls, f"{cls.__qualname__}.{name}")
+
+
+def _init_signature(table: Any) -> inspect.Signature:
+    """``(self, <positional fields>, *, <keyword-only fields>)``; a field with a default
+    shows ``MISSING`` (the runtime fills the default in)."""
+    empty = inspect.Parameter.empty
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    positional: list[inspect.Parameter] = []
+    keyword: list[inspect.Parameter] = []
+    for i in range(len(table)):
+        name, _, default, factory, _, flags = table.row(i)
+        if not flags & _ROW_INIT:
+            continue
+        has_default = factory is not _core_missing() or default is not _core_missing()
+        kind = (
+            inspect.Parameter.KEYWORD_ONLY
+            if flags & _ROW_KW_ONLY
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
+        param = inspect.Parameter(name, kind, default=_core_missing() if has_default else empty)
+        (keyword if flags & _ROW_KW_ONLY else positional).append(param)
+    # Required positional fields come first: the runtime's constructor takes them so.
+    positional.sort(key=lambda p: p.default is not empty)
+    return inspect.Signature(params + positional + keyword)
+
+
+def _core_missing() -> Any:
+    return MISSING
+
+
+def install_init(cls: type, info: Any, *, init: bool) -> None:
+    """What ``register_object`` gives a class: ``__ffi_init__`` when the type has a
+    constructor, and with ``init`` an ``__init__`` calling it (or refusing, for a type
+    without one) unless the class defines its own."""
+    want_init = init and "__init__" not in cls.__dict__
+    table = field_table(cls, info, fields=want_init)
+    if table_has_init(info):
+        cls.__ffi_init__ = _method(cls, table, "__ffi_init__")  # type: ignore[attr-defined]
+    if want_init:
+        made = _method(cls, table, "__init__")
+        if table_has_init(info):
+            made.__signature__ = _init_signature(table)
+        cls.__init__ = made  # type: ignore[misc]
+
+
+def table_has_init(info: Any) -> bool:
+    return _find_ffi_init(info) is not None
+
+
+def _no_init_table(cls: type, info: Any) -> Any:
+    """A table without a constructor: its ``__init__`` refuses to construct."""
+    return _core._field_table(info.type_key, None, None, (), (), (), 0)
+
+
+def _wrap_own_init(cls: type, info: Any, table: Any) -> None:
+    """A ``@py_class`` body's own ``__init__`` runs on an object the type's allocator made
+    (its fields then assignable); ``self.__ffi_init__(...)`` replaces that object."""
+    own = cls.__dict__.get("__ffi_py_class_user_init__") or cls.__dict__["__init__"]
+    if isinstance(own, _core.TableMethod):
+        return
+    ffi_new = _core._lookup_type_attr(info.type_index, "__ffi_new__")
+    made = _core._table_method(table, "__init__", cls, f"{cls.__qualname__}.__init__", own, ffi_new)
+    with contextlib.suppress(TypeError, ValueError):  # a callable without a signature
+        made.__signature__ = inspect.signature(own)
+    cls.__init__ = made  # type: ignore[misc]
+    if "__ffi_py_class_user_init__" in cls.__dict__:
+        cls.__ffi_py_class_user_init__ = made  # type: ignore[attr-defined]
+
+
+def _defines_init(cls: type) -> bool:
+    """Whether the class body has its own ``__init__`` (a deferred class keeps it aside
+    behind a placeholder until its fields register)."""
     own = cls.__dict__.get("__init__")
-    if getattr(own, "__ffi_placeholder__", False):  # a deferred py_class's: the body's own
-        own = cls.__dict__.get("__ffi_py_class_user_init__")
-    if own is not None:
-        ffi_new = _core._lookup_type_attr(info.type_index, "__ffi_new__")
-        return _wrap_user_init(own, ffi_new) if py_class_mode and ffi_new is not None else None
-    if not init:
-        return _make_no_init(cls)
-    ffi_init = _find_ffi_init(info)
-    return None if ffi_init is None else _make_init(cls, info, ffi_init, py_class_mode)
+    if own is not None and not getattr(own, "__ffi_deferred_placeholder__", False):
+        return True
+    return "__ffi_py_class_user_init__" in cls.__dict__
+
+
+def _install_dataclass_dunders(cls: type, py_class_mode: bool = False, **options: bool) -> None:
+    """Install the dataclass dunders of ``cls`` (registered) from its field table; a
+    dunder the class body defines stays. ``options`` are those of ``_DUNDER_OPTIONS``
+    (unnamed ones keep its defaults). ``__init__``: with ``init`` the constructor's (a
+    C++ type without one keeps ``Object``'s; with ``py_class_mode`` one refusing is
+    installed then); without ``init`` a C++ type's refuses construction."""
+    unknown = sorted(options.keys() - _DUNDER_OPTIONS.keys())
+    if unknown:
+        raise TypeError(f"unknown dataclass options: {', '.join(unknown)}")
+    chosen = {**_DUNDER_OPTIONS, **options}
+    init, eq, order = chosen["init"], chosen["eq"], chosen["order"]
+    if order and not eq:
+        raise ValueError("order=True requires eq=True")
+    info = cls.__dict__.get("__tvm_ffi_type_info__") or cls.__tvm_ffi_type_info__  # type: ignore[attr-defined]
+    table = field_table(cls, info)
+    own = cls.__dict__
+    if table_has_init(info):
+        cls.__ffi_init__ = _method(cls, table, "__ffi_init__")  # type: ignore[attr-defined]
+    wanted: list[str] = []
+    if py_class_mode and _defines_init(cls):
+        _wrap_own_init(cls, info, table)
+    elif not _defines_init(cls) and (init or not py_class_mode):
+        has_init = init and table_has_init(info)
+        if has_init or py_class_mode or not init:
+            made = _method(cls, table if has_init else _no_init_table(cls, info), "__init__")
+            if has_init:
+                made.__signature__ = _init_signature(table)
+            cls.__init__ = made  # type: ignore[misc]
+    for option, dunders in _OPTION_DUNDERS:
+        if option is None or chosen[option]:
+            wanted += dunders
+    for name in wanted:
+        if name not in own:
+            setattr(cls, name, _method(cls, table, name))
+    if chosen["match_args"] and "__match_args__" not in own:
+        rows = [table.row(i) for i in range(len(table))]
+        cls.__match_args__ = tuple(  # type: ignore[attr-defined,misc]
+            r[0] for r in rows if r[5] & _ROW_INIT and not r[5] & _ROW_KW_ONLY
+        )

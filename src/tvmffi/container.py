@@ -32,7 +32,7 @@ from typing import Any, SupportsIndex
 
 from . import _core
 from ._core import Object
-from ._dunder import _deep_copy
+from ._lineage import _deep_copy
 from .function import _cached_global_func as _g
 from .object import MISSING, _register_class
 

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 from . import _core, _function_doc
 from ._core import Object
+from ._dunder import MISSING as _MISSING
+from ._dunder import install_init
 from ._repr import forget_layouts, print_graph
 from .function import _cached_global_func
 from .type_schema import TypeSchema
@@ -47,7 +49,7 @@ _SEQ_HASH_DEF_PATTERN = 1 << 4
 _SEQ_HASH_DEF_SIMPLE = 1 << 12
 
 
-MISSING: Any = _cached_global_func("ffi.GetInvalidObject")()
+MISSING: Any = _MISSING
 """The runtime's sentinel object (``ffi.GetInvalidObject``): no value, no default.
 
 The same object as the official binding's ``tvm_ffi.core.MISSING``: maps answer it
@@ -505,32 +507,6 @@ def _kwargs_marker() -> Any:
     return _cached_global_func("ffi.GetKwargsObject")()
 
 
-def _make_init(cls: type, ffi_init: Any) -> Callable[..., None]:
-    init_handle = _core._init_handle
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if kwargs:
-            packed = list(args)
-            packed.append(_kwargs_marker())
-            for k, v in kwargs.items():
-                packed.append(k)
-                packed.append(v)
-            init_handle(self, ffi_init, *packed)
-        else:
-            init_handle(self, ffi_init, *args)
-
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    return __init__
-
-
-def _make_no_init(cls: type, key: str) -> Callable[..., None]:
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        raise TypeError(f"{key} has no __ffi_init__ and cannot be constructed from Python")
-
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    return __init__
-
-
 _REGISTERED: dict[int, type] = {}
 # Guards every change of the class registries (_REGISTERED and the extension's, kept
 # equal): a registration, with the drop of generated classes it implies, and the making
@@ -574,12 +550,7 @@ def _bind_new_class(cls: type[Object], key: str, *, install: bool, init: bool) -
         for name, desc in _attrs_of(index).items():
             if name not in cls.__dict__ and not _defined_by_user_base(cls, name):
                 setattr(cls, name, desc)
-    if init and "__init__" not in cls.__dict__:
-        ffi_init = _find_ffi_init(index)
-        if ffi_init is not None:
-            cls.__init__ = _make_init(cls, ffi_init)  # type: ignore[method-assign]
-        else:
-            cls.__init__ = _make_no_init(cls, key)  # type: ignore[method-assign]
+    install_init(cls, cls.__tvm_ffi_type_info__, init=init)  # type: ignore[attr-defined]
     _bind_class(index, cls)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Collection
 from typing import Any
 
 from .. import _core
-from .._dunder import _find_ffi_init, _pack_args
+from .._dunder import install_init
 from ..function import _cached_global_func
 from ..object import (
     _COMPARE_OFF,
@@ -276,25 +276,10 @@ def register_methods(
         _refresh_type_info(info)
 
 
-def install_ffi_init_attr(cls: type, info: TypeInfo, ffi_init: Any) -> None:
-    """``cls.__ffi_init__(self, *args, **kwargs)``: build ``self``'s object with ``ffi_init``.
-
-    For user ``__init__`` bodies; calling it on an instance of a subclass with
-    its own type is refused (it would build an object of the wrong type).
-    """
-    type_name = cls.__name__
-
-    def __ffi_init__(self: Any, /, *args: Any, **kwargs: Any) -> None:
-        if info is not getattr(type(self), "__tvm_ffi_type_info__", None):
-            raise TypeError(
-                f"Calling `{type_name}.__ffi_init__()` on a `{type(self).__name__}` "
-                f"instance is not supported. Define `{type(self).__name__}` with init=True."
-            )
-        self.__init_handle_by_constructor__(ffi_init, *_pack_args(args, kwargs))
-
-    __ffi_init__.__qualname__ = f"{cls.__qualname__}.__ffi_init__"
-    __ffi_init__.__module__ = cls.__module__
-    cls.__ffi_init__ = __ffi_init__  # type: ignore[attr-defined]
+def install_ffi_init_attr(cls: type, info: TypeInfo) -> None:
+    """Give ``cls`` the instance method ``__ffi_init__`` (the type's reflected
+    constructor, for a class whose own ``__init__`` builds the object through it)."""
+    install_init(cls, info, init=False)
 
 
 def _method_attr(method: Any) -> Any:
@@ -306,20 +291,15 @@ def _method_attr(method: Any) -> Any:
 
 
 def add_class_attrs(cls: type, info: TypeInfo, type_attr_names: Collection[str] = ()) -> type:
-    """Install ``info``'s own fields, methods, ``__ffi_init__`` and type attrs on ``cls``.
-
-    Names the class body defines itself are left alone (for methods: names the class
-    has at all, inherited ones too).
-    """
-    for f in info.fields or ():
-        if f.name not in cls.__dict__:
-            setattr(cls, f.name, f.as_property(cls))
-    for m in info.methods:
-        if m.name != "__ffi_init__" and not hasattr(cls, m.name):
-            setattr(cls, m.name, _method_attr(m))
-    ffi_init = _find_ffi_init(info)
-    if ffi_init is not None and "__ffi_init__" not in cls.__dict__:
-        install_ffi_init_attr(cls, info, ffi_init)
+    """Publish the type's own reflected fields (descriptors) and methods on ``cls``, its
+    ``__ffi_init__`` and the named type attributes; a name the class body defines stays.
+    Returns ``cls``."""
+    published: dict[str, Any] = {m.name: _method_attr(m) for m in info.methods}
+    published.update((tf.name, tf.as_property(cls)) for tf in info.fields or ())
+    published.pop("__ffi_init__", None)  # the table's method, below
+    for name in published.keys() - cls.__dict__.keys():
+        setattr(cls, name, published[name])
+    install_ffi_init_attr(cls, info)
     add_type_attr_class_attrs(cls, info, type_attr_names)
     return cls
 

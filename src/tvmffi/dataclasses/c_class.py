@@ -9,7 +9,6 @@ dataclass dunders derived from the reflection data.
 from __future__ import annotations
 
 import inspect
-import typing
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -17,8 +16,8 @@ from typing import Any, TypeVar
 from typing_extensions import Unpack, dataclass_transform
 
 from .. import _core
-from .._dunder import _find_ffi_init, _install_dataclass_dunders, _payload_enum_normalizers
-from ..object import TypeInfo, register_object
+from .._dunder import _install_dataclass_dunders
+from ..object import MISSING, TypeInfo, _lookup_type_attr, register_object
 from ._registration import add_type_attr_class_attrs, install_ffi_init_attr
 from .field import Field, _field_converter, field
 from .py_class import _DATACLASS_DEFAULTS, _FFI_TYPE_ATTR_NAMES, _DataclassOptions, _with_defaults
@@ -42,19 +41,49 @@ _FIELD_OPTION_SOURCES = {
 }
 
 
-def _attach_field_objects(cls: type, type_info: TypeInfo, *, frozen: bool = False) -> None:
-    """Give each own reflected field of ``type_info`` a :class:`Field` (``dataclass_field``),
-    built from its reflection flags and the class annotation; ``frozen`` freezes them all."""
-    try:
-        hints = typing.get_type_hints(cls)
-    except Exception:  # an annotation that does not resolve here: fields go untyped
-        hints = {}
-    for reflected in type_info.fields or ():
-        reflected.frozen = reflected.frozen or frozen
-        options = {opt: getattr(reflected, src) for opt, src in _FIELD_OPTION_SOURCES.items()}
-        made = Field(reflected.name, reflected.ty, frozen=reflected.frozen, **options)
-        made.type = hints.get(reflected.name)
-        reflected.dataclass_field = made
+def _field_of(tf: Any, annotation: Any, frozen: bool) -> Field:
+    """The :class:`Field` describing reflected field ``tf`` (its C++ options)."""
+    options = {option: getattr(tf, source) for option, source in _FIELD_OPTION_SOURCES.items()}
+    if options["default_factory"] is None:
+        options["default_factory"] = MISSING
+    if options["default"] is not MISSING and options["default_factory"] is not MISSING:
+        options["default"] = MISSING  # the factory makes the value
+    made = Field(name=tf.name, type=annotation, _ty_schema=tf.type_schema, **options)
+    made.frozen = frozen or bool(tf.frozen)
+    return made
+
+
+def _own_fields_as_dataclass_fields(cls: type, info: TypeInfo, frozen: bool) -> None:
+    """Give each own reflected field its :class:`Field` (``fields()`` returns them); with
+    ``frozen`` the fields refuse plain assignment."""
+    annotations = inspect.get_annotations(cls)
+    for tf in info.fields or ():
+        if frozen:
+            tf.frozen = True
+            if not isinstance(cls.__dict__.get(tf.name), _PayloadEnumProperty):
+                setattr(cls, tf.name, tf.as_property(cls))
+        tf.dataclass_field = _field_of(tf, annotations.get(tf.name), frozen)
+
+
+def _enum_field_converters(info: TypeInfo) -> dict[str, Callable[[Any], Any]]:
+    """The converter of each own field typed as an FFI enum (a payload -> its variant)."""
+    converters = {}
+    from ..type_schema import TypeSchema
+
+    for tf in info.fields or ():
+        schema = tf.type_schema
+        if isinstance(schema, dict):
+            schema = TypeSchema.from_json_obj(schema)
+        index = getattr(schema, "origin_type_index", -1) if schema is not None else -1
+        if index is None or index < _core_static_object_end():
+            continue
+        if _lookup_type_attr(index, "__ffi_enum__", ancestor=True) is not None:
+            converters[tf.name] = schema._converter()
+    return converters
+
+
+def _core_static_object_end() -> int:
+    return 64
 
 
 class _PayloadEnumProperty:
@@ -118,50 +147,46 @@ def _warn_missing_field_annotations(cls: type, type_info: TypeInfo, *, stackleve
     warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
 
 
-@dataclass_transform(eq_default=False, order_default=False, field_specifiers=(Field, field))
+@dataclass_transform(field_specifiers=(field, Field))
 def c_class(type_key: str, **options: Unpack[_DataclassOptions]) -> Callable[[_T], _T]:
-    """Register the C++ type ``type_key`` for the decorated class, with dataclass dunders.
+    """Class decorator: a dataclass view of the C++-defined FFI type ``type_key``.
 
-    ``init``: ``__init__`` from the reflected fields (their init/kw_only/default
-    traits); ``repr``: the runtime printer; ``eq``/``order``/``unsafe_hash``:
-    recursive structural comparison and hashing; ``frozen``: the type's own fields
-    refuse assignment (``type(obj).name.set(obj, v)`` still writes);
-    ``match_args``: ``__match_args__`` of the positional init fields. Dunders the
-    class body defines are kept.
+    The class is registered for the type (``register_object``); its reflected fields
+    get :class:`Field` objects, its constructor ``__ffi_init__`` and, with ``init``,
+    ``__init__``; the ``options`` (those of :func:`dataclasses.dataclass`: ``repr``,
+    ``eq``, ``order``, ``unsafe_hash``, ``match_args``, ``frozen``) choose the other
+    dunders, which read the type's reflection data.
     """
-    if not isinstance(type_key, str):
-        raise TypeError(f"c_class expects a type key string, got {type(type_key).__name__}")
-
-    dunders = _with_defaults("c_class", options, _DATACLASS_DEFAULTS)
-    frozen = dunders.pop("frozen")
+    params = _with_defaults("c_class", options, _DATACLASS_DEFAULTS)
+    if params["order"] and not params["eq"]:
+        raise ValueError("order=True requires eq=True")
 
     def decorator(cls: _T) -> _T:
-        for name, value in list(cls.__dict__.items()):
-            if isinstance(value, Field):
-                delattr(cls, name)
-        cls = register_object(type_key, init=False)(cls)
-        type_info: TypeInfo = cls.__dict__["__tvm_ffi_type_info__"]
-        _warn_missing_field_annotations(cls, type_info, stacklevel=2)
-        _attach_field_objects(cls, type_info, frozen=frozen)
-        if frozen:  # the descriptors register_object installed still allow assignment
-            for tf in type_info.fields:
-                own = cls.__dict__.get(tf.name)
-                if own is None or isinstance(own, _core.FieldProperty):
-                    setattr(cls, tf.name, tf.as_property(cls))
-        enum_fields = _payload_enum_normalizers(type_info, own_only=True, init_only=False)
-        for name, normalize in enum_fields.items():
-            own = cls.__dict__.get(name)
-            if isinstance(own, _core.FieldProperty):
-                setattr(cls, name, _PayloadEnumProperty(own, normalize))
-        add_type_attr_class_attrs(cls, type_info, _FFI_TYPE_ATTR_NAMES)
-        ffi_init = _find_ffi_init(type_info)
-        if ffi_init is not None and "__ffi_init__" not in cls.__dict__:
-            install_ffi_init_attr(cls, type_info, ffi_init)
-        _install_dataclass_dunders(cls, **dunders)
+        register_object(type_key, init=False)(cls)
+        info: TypeInfo = cls.__tvm_ffi_type_info__  # type: ignore[attr-defined]
+        _warn_missing_field_annotations(cls, info, stacklevel=2)
+        for name, convert in _enum_field_converters(info).items():
+            setattr(cls, name, _PayloadEnumProperty(info_property(cls, info, name), convert))
+        _own_fields_as_dataclass_fields(cls, info, bool(params["frozen"]))
+        add_type_attr_class_attrs(cls, info, _FFI_TYPE_ATTR_NAMES)
+        install_ffi_init_attr(cls, info)
+        _install_dataclass_dunders(
+            cls,
+            init=bool(params["init"]),
+            **{k: params[k] for k in ("repr", "eq", "order", "unsafe_hash", "match_args")},
+        )
         cls.__ffi_is_dataclass__ = True  # type: ignore[attr-defined]
         return cls
 
     return decorator
+
+
+def info_property(cls: type, info: TypeInfo, name: str) -> Any:
+    """The field descriptor ``register_object`` put on ``cls`` for ``name`` (or a new one)."""
+    found = cls.__dict__.get(name)
+    if isinstance(found, _core.FieldProperty):
+        return found
+    return next(tf for tf in info.fields or () if tf.name == name).as_property(cls)
 
 
 c_class.__dataclass_transform__["kwargs"]["converter"] = _field_converter  # type: ignore[attr-defined]

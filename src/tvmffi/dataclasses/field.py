@@ -54,33 +54,37 @@ class Field:
         "type",
     )
 
-    def __init__(
-        self,
-        name: str | None = None,
-        _ty_schema: Any = None,
-        *,
-        default: object = MISSING,
-        default_factory: Callable[[], object] | None = MISSING,
-        init: bool = True,
-        repr: bool = True,
-        compare: bool = False,
-        hash: bool | None = True,
-        kw_only: bool | None = False,
-        frozen: bool = False,
-        structural_eq: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        doc: str | None = None,
-        converter: Callable[[Any], Any] = _field_converter,
-        **extra_kwargs: Any,
-    ) -> None:
-        _check_default_and_kind(default, default_factory, structural_eq)
-        self.name, self._ty_schema, self.type = name, _ty_schema, None
-        self.default, self.default_factory = default, default_factory
-        self.init, self.repr, self.compare, self.hash = init, repr, compare, hash
-        self.kw_only, self.frozen, self.structural_eq = kw_only, frozen, structural_eq
-        self.doc, self.converter = doc, converter
-        self.metadata: dict[str, Any] = {} if metadata is None else dict(metadata)
-        self.extra_kwargs: dict[str, Any] = extra_kwargs
+    name: str | None
+    type: Any
+    _ty_schema: Any
+    default: Any
+    default_factory: Any
+    init: bool
+    repr: bool
+    compare: bool
+    hash: bool | None
+    kw_only: bool | None
+    frozen: bool
+    structural_eq: str | None
+    metadata: dict[str, Any]
+    doc: str | None
+    converter: Callable[[Any], Any]
+    extra_kwargs: dict[str, Any]
+
+    def __init__(self, **options: Any) -> None:
+        # Every slot from the options or _FIELD_DEFAULTS; a name that is no slot is kept
+        # for a field-resolution hook (extra_kwargs).
+        settings = {**_FIELD_DEFAULTS, **options}
+        if settings["default_factory"] is None:
+            settings["default_factory"] = MISSING
+        _check_default_and_kind(
+            settings["default"], settings["default_factory"], settings["structural_eq"]
+        )
+        metadata = settings.pop("metadata")
+        self.metadata = {} if metadata is None else dict(metadata)
+        self.extra_kwargs = {k: settings.pop(k) for k in list(settings) if k not in _SETTABLE}
+        for slot, value in settings.items():
+            setattr(self, slot, value)
 
     def __copy__(self) -> Field:
         """A copy with its own ``metadata`` and ``extra_kwargs`` dicts (values shared)."""
@@ -101,6 +105,27 @@ class Field:
             + ")"
         )
 
+
+# What a Field holds when not told otherwise (hash None: follows compare; kw_only None:
+# follows the decorator).
+_FIELD_DEFAULTS: dict[str, Any] = {
+    "name": None,
+    "type": None,
+    "_ty_schema": None,
+    "default": MISSING,
+    "default_factory": MISSING,
+    "init": True,
+    "repr": True,
+    "compare": True,
+    "hash": None,
+    "kw_only": None,
+    "frozen": False,
+    "structural_eq": None,
+    "metadata": None,
+    "doc": None,
+    "converter": _field_converter,
+}
+_SETTABLE = frozenset(_FIELD_DEFAULTS) - {"metadata"}
 
 _STRUCTURAL_EQ_CHOICES = (None, "def", "def-pattern", "def-simple", "ignore")
 

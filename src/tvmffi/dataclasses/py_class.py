@@ -24,8 +24,8 @@ from typing import Any, ClassVar, TypedDict, TypeVar
 
 from typing_extensions import Unpack, dataclass_transform
 
-from .. import _core
-from .._dunder import _DUNDER_OPTIONS, _chain_fields, _install_dataclass_dunders
+from .._dunder import _DUNDER_OPTIONS, _install_dataclass_dunders
+from .._lineage import _chain_fields
 from ..object import TypeInfo, _type_cls_to_type_info
 from . import _registration
 from .field import KW_ONLY, Field, _field_converter, field, init_property
@@ -102,21 +102,22 @@ _DEFAULT_INHERIT_TYPE_ATTRS = (
 )
 
 
-def _name_list(cls: type, attr: str, default: tuple[str, ...]) -> tuple[str, ...]:
-    names = getattr(cls, attr, default)
-    if isinstance(names, (tuple, list)) and all(isinstance(n, str) for n in names):
-        return tuple(names)
-    raise TypeError("TypeAttr registration lists must be tuples or lists of strings")
+def _names_option(cls: type, option: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    """The class option ``option`` (inherited like any class attribute): a tuple or list
+    of str; ``default`` when no class on the MRO sets it."""
+    given = getattr(cls, option, default)
+    if isinstance(given, (tuple, list)) and all(isinstance(n, str) for n in given):
+        return tuple(given)
+    raise TypeError(f"{cls.__name__}.{option} must be a tuple or list of str, got {given!r}")
 
 
 def _type_attr_options(cls: type) -> tuple[frozenset[str], tuple[str, ...]]:
-    """The names the class registers as type attributes (the runtime's hooks plus its
-    ``__ffi_type_attr_names__``) and those it copies from its parent
-    (``__ffi_inherit_type_attrs__``, by default the structural and serialization hooks).
-    Both lists follow the MRO, so an extension base class declares them once."""
-    own = _name_list(cls, "__ffi_type_attr_names__", ())
-    inherited = _name_list(cls, "__ffi_inherit_type_attrs__", _DEFAULT_INHERIT_TYPE_ATTRS)
-    return _FFI_TYPE_ATTR_NAMES.union(own, inherited), inherited
+    """The names the class registers as type attributes (the runtime's hooks and the
+    ``__ffi_type_attr_names__`` it adds), and those it copies from its nearest ancestor
+    (``__ffi_inherit_type_attrs__``, by default the structural and JSON hooks)."""
+    extra = _names_option(cls, "__ffi_type_attr_names__", ())
+    inherit = _names_option(cls, "__ffi_inherit_type_attrs__", _DEFAULT_INHERIT_TYPE_ATTRS)
+    return _FFI_TYPE_ATTR_NAMES.union(extra), inherit
 
 
 def _type_attr_names(cls: type) -> frozenset[str]:
@@ -144,25 +145,27 @@ def _inherited_type_attrs(cls: type, info: TypeInfo, names: tuple[str, ...]) -> 
     return [(name, value, True) for name, value in pairs if value is not None]
 
 
-def _collect_py_methods(
-    cls: type, globalns: dict[str, Any] | None = None
-) -> list[tuple[Any, ...]] | None:
-    """``(name, func, is_static)`` of the body's hook attributes and ``@method`` functions
-    (``None`` when there are none)."""
-    del globalns  # method signatures are not turned into schemas here
-    names = _type_attr_names(cls)
-    found: list[tuple[Any, ...]] = []
+def _collect_py_methods(cls: type) -> list[tuple[str, Any, bool]]:
+    """``(name, function, is_static)`` of each entry the class body gives the runtime: the
+    ``@method`` functions and the type-attribute names it defines (a ``None`` value only
+    hides the inherited one)."""
+    attr_names = _type_attr_names(cls)
+    entries: list[tuple[str, Any, bool]] = []
     for name, value in cls.__dict__.items():
-        if name not in names and not _is_method_marked(value):
-            continue
-        if isinstance(value, classmethod):
+        if isinstance(value, classmethod) and _is_method_marked(value):
             raise TypeError(
-                f"@py_class({cls.__name__!r}): {name!r} is wrapped by @classmethod, which is "
-                "incompatible with FFI registration; use @staticmethod or a plain method."
+                f"{cls.__name__}.{name}: a @tvm_ffi.method function wrapped by @classmethod "
+                "is not supported (the packed call passes the object first); use "
+                "@staticmethod or a plain instance method."
             )
+        if name in attr_names:
+            if value is None:
+                continue
+        elif not _is_method_marked(value):
+            continue
         is_static = isinstance(value, staticmethod)
-        found.append((name, value.__func__ if is_static else value, is_static))
-    return found or None
+        entries.append((name, value.__func__ if is_static else value, is_static))
+    return entries
 
 
 def _method_metadata(cls: type, func: Any, is_static: bool, localns: dict[str, Any]) -> str:
@@ -351,26 +354,19 @@ def _missing_names(
 
 
 def _namespaces(cls: type) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """Globals and locals the class's annotations are evaluated in, and what of them does
-    not resolve there.
-
-    Names resolve as in the module, then among the module's py_class types (classes
-    defined in a function body, not module globals), then the owners themselves. When a
-    name is still missing, the py_class types of every other module are tried too (a
-    type imported only under ``TYPE_CHECKING`` to break an import cycle), after these.
-    """
-    globalns = dict(getattr(sys.modules.get(cls.__module__), "__dict__", {}))
-    localns = dict(_PY_CLASSES_BY_MODULE.get(cls.__module__, {}))
-    localns.update({o.__name__: o for o in _table(cls).owners})
+    """What the class's string annotations are evaluated in: its module's globals, and the
+    ``@py_class`` classes by name (its own module's over the others', then the class itself
+    and its body's names); with the annotations that do not resolve yet."""
+    module = sys.modules.get(cls.__module__)
+    globalns: dict[str, Any] = dict(vars(module)) if module is not None else {}
+    localns: dict[str, Any] = {}
+    for module_name, classes in _PY_CLASSES_BY_MODULE.items():
+        if module_name != cls.__module__:
+            localns.update(classes)
+    localns.update(_PY_CLASSES_BY_MODULE.get(cls.__module__, {}))
+    localns.update(vars(cls))
     localns[cls.__name__] = cls
-    missing = _missing_names(cls, globalns, localns)
-    if missing:
-        for module, classes in list(_PY_CLASSES_BY_MODULE.items()):
-            if module != cls.__module__:
-                for name, other in classes.items():
-                    localns.setdefault(name, other)
-        missing = _missing_names(cls, globalns, localns)
-    return globalns, localns, missing
+    return globalns, localns, _missing_names(cls, globalns, localns)
 
 
 def _resolve_fields(cls: type, params: dict[str, Any]) -> tuple[list[Field], dict[str, Any]]:
@@ -548,37 +544,53 @@ def _unregister(cls: type, info: TypeInfo) -> None:
         del module_classes[cls.__name__]
 
 
+# Classes whose deferred registration failed at instantiation (their key was freed).
+_FAILED: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+def _finish_at_instantiation(cls: type) -> None:
+    """Register pending ``cls`` now, or raise ``TypeError`` saying what still does not
+    resolve (the decoration is then undone, freeing the type key)."""
+    with _PENDING_LOCK:
+        if cls in _FAILED:
+            raise TypeError(f"Cannot instantiate {cls.__name__}: its registration failed before")
+        if cls not in _PENDING:
+            return
+        _flush_pending()
+        if cls not in _PENDING:
+            return
+        info = _own_info(cls)
+        try:
+            finished = _try_finish(cls)
+        except Exception as err:
+            _unregister(cls, info)
+            _FAILED.add(cls)
+            raise TypeError(f"Cannot instantiate {cls.__name__}: {err}") from err
+        if not finished:
+            waiting = "; ".join(_waits_for(cls))
+            _unregister(cls, info)
+            _FAILED.add(cls)
+            raise TypeError(
+                f"Cannot instantiate {cls.__name__}: its annotations do not resolve: {waiting}"
+            )
+
+
 def _defer(cls: type, info: TypeInfo) -> None:
-    """Make ``cls`` pending: a placeholder ``__init__`` finishes it at first use."""
-    user_init = cls.__dict__.get("__init__")
-    if user_init is not None:
-        cls.__ffi_py_class_user_init__ = user_init  # type: ignore[attr-defined]
+    """Leave ``cls`` pending: an ``__init__`` placeholder finishes it at the first
+    instantiation (the class body's own ``__init__`` is kept aside until then)."""
+    del info
+    _PENDING.append(cls)
+    own_init = cls.__dict__.get("__init__")
+    if own_init is not None:
+        cls.__ffi_py_class_user_init__ = own_init  # type: ignore[attr-defined]
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        with _PENDING_LOCK:
-            if info.fields is None and cls not in _PENDING:
-                raise TypeError(
-                    f"Cannot instantiate {cls.__name__}: its registration failed before; "
-                    "decorate the class again"
-                )
-            if info.fields is None:
-                try:
-                    if not _try_finish(cls):
-                        raise TypeError(
-                            f"Cannot instantiate {cls.__name__}: unresolved forward "
-                            f"references: {_waits_for(cls)}"
-                        )
-                except BaseException:
-                    _unregister(cls, info)
-                    raise
-                _flush_pending()
+        _finish_at_instantiation(cls)
         cls.__init__(self, *args, **kwargs)  # type: ignore[misc]
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    __init__.__module__ = cls.__module__
-    __init__.__ffi_placeholder__ = True  # type: ignore[attr-defined]
+    __init__.__ffi_deferred_placeholder__ = True  # type: ignore[attr-defined]
     cls.__init__ = __init__  # type: ignore[misc]
-    _PENDING.append(cls)
 
 
 def _marked(cls: _T) -> _T:
@@ -620,67 +632,63 @@ def _with_defaults(decorator: str, given: Mapping[str, Any], defaults: dict[str,
     return {**defaults, **given}
 
 
-@dataclass_transform(eq_default=False, order_default=False, field_specifiers=(Field, field))
-def py_class(
-    cls_or_type_key: type | str | None = None, /, **options: Unpack[_PyClassOptions]
-) -> Any:
-    """Define an FFI object type from the decorated class (``@py_class``,
-    ``@py_class("my.Point")``, ``@py_class(eq=True)``, ...).
-
-    ``type_key`` defaults to ``"{module}.{qualname}"``. ``frozen``: fields refuse
-    assignment after ``__init__`` (``type(obj).x.set(obj, v)`` still writes);
-    ``init``/``repr``/``eq``/``order``/``unsafe_hash``/``match_args``/``kw_only``
-    as for :func:`dataclasses.dataclass` (``eq`` and ``order`` compare
-    recursively, by field); ``structural_eq``: the type's kind for
-    ``structural_equal``/``structural_hash`` (``"tree"``, ``"var"``, ``"dag"``,
-    ``"const-tree"``, ``"singleton"`` or ``None``). ``slots`` is accepted for
-    ``dataclass_transform`` (FFI objects never have a ``__dict__``).
-    """
-    params = _with_defaults("py_class", options, _PY_CLASS_DEFAULTS)
-    type_key, structural_eq = params.pop("type_key"), params["structural_eq"]
-    del params["slots"]
+def _decorate(cls: _T, params: dict[str, Any]) -> _T:
+    """Register ``cls`` as a new FFI type with ``params`` (the decorator's options)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"@py_class decorates a class, got {type(cls).__name__}")
     if params["order"] and not params["eq"]:
         raise ValueError("order=True requires eq=True")
-    if structural_eq not in _STRUCTURE_KIND_MAP:
+    if params["structural_eq"] not in _STRUCTURE_KIND_MAP:
         raise ValueError(
-            "structural_eq must be one of "
-            f"{sorted(k for k in _STRUCTURE_KIND_MAP if k is not None)} or None, "
-            f"got {structural_eq!r}"
+            f"structural_eq must be one of {sorted(_STRUCTURE_KIND_MAP, key=str)}, "
+            f"got {params['structural_eq']!r}"
         )
-    key_holder = [type_key]
+    parent = _parent_info(cls)
+    _marker_types(cls)
+    key = params["type_key"] or f"{cls.__module__}.{cls.__qualname__}"
+    info = _registration.register_py_class(parent, key, cls)
+    info._decorator_args = params
+    _PY_CLASSES_BY_MODULE.setdefault(cls.__module__, {})[cls.__name__] = cls
+    try:
+        with _PENDING_LOCK:
+            ready = parent.fields is not None and not _namespaces(cls)[2]
+            if ready:
+                _finish(cls, info)
+            else:
+                _defer(cls, info)
+            _flush_pending()
+    except BaseException:
+        _unregister(cls, info)
+        raise
+    return _marked(cls)
+
+
+@dataclass_transform(field_specifiers=(field, Field, init_property))
+def py_class(type_key: Any = None, /, **options: Unpack[_PyClassOptions]) -> Any:
+    """Class decorator: a new FFI object type whose Python class is the decorated one, with
+    dataclass semantics (see the module docstring).
+
+    ``@py_class``, ``@py_class("my.Key")`` or ``@py_class(type_key=..., eq=True, ...)``;
+    the type key defaults to ``"<module>.<qualname>"``. Options: ``init``, ``repr``,
+    ``eq``, ``order``, ``unsafe_hash``, ``match_args``, ``frozen``, ``kw_only`` (those of
+    :func:`dataclasses.dataclass`), ``structural_eq`` (the type's structural equality
+    kind: ``"tree"``, ``"var"``, ``"dag"``, ``"const-tree"``, ``"singleton"`` or
+    ``None``) and ``slots``.
+    """
+    if isinstance(type_key, type):
+        return _decorate(type_key, _with_defaults("py_class", options, _PY_CLASS_DEFAULTS))
+    if type_key is not None and not isinstance(type_key, str):
+        raise TypeError(f"type_key must be a str, got {type(type_key).__name__}")
+    params = _with_defaults("py_class", options, _PY_CLASS_DEFAULTS)
+    if params["order"] and not params["eq"]:
+        raise ValueError("order=True requires eq=True")
+    if type_key is not None:
+        params["type_key"] = type_key
 
     def decorator(cls: _T) -> _T:
-        if not isinstance(cls, type) or not issubclass(cls, _core.Object):
-            raise TypeError(
-                f"{getattr(cls, '__name__', cls)!r} must inherit from a registered FFI Object "
-                "type (e.g. tvmffi.Object); py_class expects a subclass of tvmffi.Object"
-            )
-        key = key_holder[0] or f"{cls.__module__}.{cls.__qualname__}"
-        info = _registration.register_py_class(_parent_info(cls), key, cls)
-        info._decorator_args = dict(params)
-        _PY_CLASSES_BY_MODULE.setdefault(cls.__module__, {})[cls.__name__] = cls
-        with _PENDING_LOCK:
-            try:
-                if _parent_info(cls).fields is None or _namespaces(cls)[2]:
-                    _defer(cls, info)
-                    _try_finish(cls)
-                else:
-                    _finish(cls, info)
-            except BaseException:
-                _unregister(cls, info)
-                raise
-            # A new type (even one still pending) can be what another pending class named.
-            _flush_pending()
-        return _marked(cls)
+        return _decorate(cls, dict(params))
 
-    if cls_or_type_key is None:
-        return decorator
-    if isinstance(cls_or_type_key, str):
-        key_holder[0] = cls_or_type_key
-        return decorator
-    if isinstance(cls_or_type_key, type):
-        return decorator(cls_or_type_key)
-    raise TypeError(f"py_class: expected str or type, got {type(cls_or_type_key).__name__}")
+    return decorator
 
 
 py_class.__dataclass_transform__["kwargs"]["converter"] = _field_converter  # type: ignore[attr-defined]

@@ -1,0 +1,49 @@
+"""A type's ancestry and its fields in layout order, and the runtime's deep copy.
+
+Small queries over :class:`~tvmffi.object.TypeInfo` that the dataclass layer, the
+container classes and the ABI-header generator share.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .function import _cached_global_func
+
+
+def _lineage(info: Any) -> list[Any]:
+    """``info`` and its ancestors' TypeInfos, root first (``info`` last)."""
+    chain = []
+    while info is not None:
+        chain.append(info)
+        info = info.parent_type_info
+    chain.reverse()
+    return chain
+
+
+def _chain_fields(info: Any) -> list[Any]:
+    """Every reflected field of ``info``'s type, the root type's first (layout order)."""
+    return [f for level in _lineage(info) for f in level.fields or ()]
+
+
+# The types the runtime's deep copy refuses that pickling copies (their data, their
+# library): a graph holding one is copied by a pickle round trip instead.
+_PICKLED_TYPES = ('"ffi.Tensor"', '"ffi.Function"', '"ffi.Module"')
+
+
+def _deep_copy(obj: Any, memo: Any = None) -> Any:
+    """``copy.deepcopy`` of an FFI value: the runtime's ``ffi.DeepCopy`` (shared
+    sub-objects stay shared, cycles stay cycles), recorded in ``memo``. A graph holding
+    tensors, functions or modules is copied through pickle; any other type the runtime
+    cannot copy raises its ``RuntimeError``."""
+    try:
+        made = _cached_global_func("ffi.DeepCopy")(obj)
+    except RuntimeError as err:
+        if not any(kind in str(err) for kind in _PICKLED_TYPES):
+            raise
+        import pickle  # only here: a rare path, kept off the import of tvmffi
+
+        made = pickle.loads(pickle.dumps(obj, protocol=5))
+    if memo is not None:
+        memo[id(obj)] = made
+    return made
