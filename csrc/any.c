@@ -92,16 +92,10 @@ static int measured_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_s
   return rc;
 }
 
-/* An element of a container built from a list/tuple/dict. The container
- * keeps its elements beyond the call, so a TensorView, which otherwise
- * travels as a raw DLTensor* that dangles once the call returns, becomes a
- * Tensor holding a reference to the view (and so to its array). */
+/* An element of a container built from a list/tuple/dict. */
 static int element_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
                           int64_t* height) {
   *height = -1;
-  if (Py_TYPE(item) == &TVMFFITensorViewType) {
-    return tvmffi_tensor_to_kept_any(item, out, temps, argpos);
-  }
   if (Py_TYPE(item) == &TVMFFIRValueRefType) {
     /* A container keeps its elements: a move can only go to the callee. */
     return tvmffi_arg_error(PyExc_TypeError, argpos, "obj._move() cannot be a container element");
@@ -120,11 +114,17 @@ static int construct(const char* ctor, TVMFFIObjectHandle* cache, PyObject* cons
   if (views == NULL) return PyErr_NoMemory(), -1;
   int rc = 0;
   int64_t tallest = 0; /* -1 once an element's height is not known */
+  /* The container keeps its elements beyond the call: a view among them (a
+   * TensorView, an official view, also nested or from a protocol) becomes a
+   * Tensor that holds it, not a DLTensor* that dangles once the call returns. */
+  int keep_views = temps->keep_views;
+  temps->keep_views = 1;
   for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
     int64_t h;
     rc = element_to_any(items[i], &views[i], temps, argpos, &h);
     fold_height(&tallest, h);
   }
+  temps->keep_views = keep_views;
   TVMFFIAny result = {.type_index = kTVMFFINone};
   if (rc == 0) rc = tvmffi_call_global_any(ctor, cache, views, (int32_t)n, &result);
   if (views != stack_views) PyMem_Free(views);

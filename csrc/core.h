@@ -237,6 +237,11 @@ typedef struct {
    * _tvm_ffi_cached_object, whose handle is passed (strbytes.c); holding the
    * object costs less than a reference to its handle. */
   PyObject* kept;
+  /* Nonzero while converting values the callee keeps beyond the call (a
+   * container's elements, the arguments of a container builtin that stores
+   * them): a TensorView or a handle-less official view then becomes a Tensor
+   * that holds the view, never a DLTensor* that dangles after the call. */
+  int keep_views;
   TVMFFIObjectHandle inline_items[TVMFFI_TEMPS_INLINE];
 } TempList;
 
@@ -247,6 +252,7 @@ static inline void temps_init(TempList* t) {
   t->dlpack_api = NULL;
   t->tensor_owners = 0;
   t->kept = NULL;
+  t->keep_views = 0;
 }
 int temps_push(TempList* t, TVMFFIObjectHandle h);
 /* Holds `obj`'s FFI handle for the call (the object itself where the one slot
@@ -557,6 +563,10 @@ int tvmffi_function_doc_init(PyObject* module);
  * traversal itself) then never waits on another lock, which would suspend
  * the check's critical section while another thread changes the graph. */
 #define BUILTIN_CONTAINER 256
+/* A runtime builtin that stores its arguments (the container constructors,
+ * ffi.ListAppend, ffi.DictSetItem, ...): a view argument becomes a Tensor
+ * holding it (TempList.keep_views), not a DLTensor* kept past the call. */
+#define BUILTIN_KEEPS_ARGS 512
 /* A runtime builtin that drops List or Dict values (set, erase, clear): what
  * it drops is held across the call (teardown.c's tvmffi_hold_dropped), so a
  * deep value's last reference is released by us, iteratively. Which values,
@@ -584,9 +594,10 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle);
  * installed around the callee). 0 with *result owned, or -1 with the error set. */
 int tvmffi_call_packed(TVMFFIObjectHandle func, TVMFFIAny* packed, Py_ssize_t nargs,
                        TempList* temps, int release_gil, TVMFFIAny* result);
-/* Call an FFI function handle with Python arguments; returns a new reference. */
+/* Call an FFI function handle with Python arguments; returns a new reference.
+ * `keep_views`: the function stores its arguments (BUILTIN_KEEPS_ARGS). */
 PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
-                             int release_gil);
+                             int release_gil, int keep_views);
 /* Look up a global function; *out is NULL when missing. */
 int tvmffi_get_global(const char* name, TVMFFIObjectHandle* out);
 /* Call a cached runtime global function (e.g. "ffi.Array") with AnyView args. */

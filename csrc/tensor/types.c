@@ -342,7 +342,7 @@ static void views_unlink(TVMFFIPyTensorView* v) {
  * while the view is linked, so before it could be freed), or NULL. Views are
  * few (each made by hand), and this runs only when a DLTensor* comes back to
  * Python. */
-static TVMFFIObjectHandle live_view_tensor(const DLTensor* dl) {
+TVMFFIObjectHandle live_view_tensor(const DLTensor* dl) {
   TVMFFIObjectHandle found = NULL;
   TVMFFI_LOCK(&g_views_lock);
   for (TVMFFIPyTensorView* v = g_live_views.next; v != NULL && v != &g_live_views; v = v->next) {
