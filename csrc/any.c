@@ -119,11 +119,18 @@ static int construct(const char* ctor, TVMFFIObjectHandle* cache, PyObject* cons
    * Tensor that holds it, not a DLTensor* that dangles once the call returns. */
   int keep_views = temps->keep_views;
   temps->keep_views = 1;
+  /* Elements packed so far borrow from Python objects that a later element's
+   * conversion may move (call_guard.c). */
+  CallGuard guard = {.parent = temps->guard, .packed = views};
+  temps->guard = &guard;
   for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
     int64_t h;
+    guard.npacked = i;
     rc = element_to_any(items[i], &views[i], temps, argpos, &h);
+    if (rc == 0 && guard.holding) rc = tvmffi_guard_hold_value(temps, &views[i]);
     fold_height(&tallest, h);
   }
+  temps->guard = guard.parent;
   temps->keep_views = keep_views;
   TVMFFIAny result = {.type_index = kTVMFFINone};
   if (rc == 0) rc = tvmffi_call_global_any(ctor, cache, views, (int32_t)n, &result);
@@ -740,9 +747,20 @@ static void remember_tensor_type(PyTypeObject* tp) {
 
 /* Everything that is not an exact hot type; out of line, so that the hub's
  * inline tests save no registers for it. */
+/* Kinds whose conversion reads the object in C alone: no Python code runs. */
+static int converts_in_c(int kind) {
+  return kind == K_OBJECT || kind == K_INT || kind == K_FLOAT || kind == K_STR ||
+         kind == K_DEVICE || kind == K_DTYPE;
+}
+
 static Py_NO_INLINE int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   int64_t unused_height;
   int kind = kind_of(Py_TYPE(obj));
+  /* Python code may run next and move a handle already packed (call_guard.c). */
+  if (temps->guard != NULL && !temps->guard->holding && !converts_in_c(kind) &&
+      tvmffi_guard_hold(temps) != 0) {
+    return -1;
+  }
   if (kind == K_TENSOR) remember_tensor_type(Py_TYPE(obj));
   if (kind > K_NUMPY_SCALAR && kind < K_PROTOCOL) { /* read in place, else as any number */
     NumpyScalarKind scalar = (NumpyScalarKind)(kind - K_NUMPY_SCALAR);

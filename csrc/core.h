@@ -13,6 +13,7 @@
  *   reflection.c    reflected fields, methods, constructors, container cells
  *   py_class.c      FFI types defined in Python (@py_class): type and field registration
  *   function.c      Function type and its vectorcall call path; the global registry
+ *   call_guard.c    a packing's borrowed handles and callee held once Python code may run
  *   function_doc.c  a Function's __name__/__qualname__/__doc__/__signature__, lazily
  *   type_docs.c     the public types' docstrings
  *   cfunction.c     Functions from raw C symbols (extern "C" safe calls, MLIR packed)
@@ -221,6 +222,20 @@ int tvmffi_teardown_init(PyObject* module);
 /* Objects created only to carry an argument (heap strings, wrapped callables,
  * containers built from lists) are owned here and released after the call. */
 #define TVMFFI_TEMPS_INLINE 8
+/* Values being packed for a call (function.c, the arguments and the callee)
+ * or for a container (any.c, its elements) that borrow their handles from
+ * Python objects. Python code run by a later value's conversion (a protocol
+ * method, a property, __dlpack__) may move such a handle out
+ * (__move_handle_from__, obj._move() taken by a call) and free it: from the
+ * first conversion that may run Python code on, every packed handle and the
+ * callee are held by the temporaries (tvmffi_guard_hold). */
+typedef struct CallGuard {
+  struct CallGuard* parent; /* the call or container this one packs for */
+  TVMFFIObjectHandle callee; /* or NULL */
+  const TVMFFIAny* packed;   /* packed[0, npacked) are done */
+  Py_ssize_t npacked;
+  int holding; /* set once held; then every later value is held as packed */
+} CallGuard;
 typedef struct {
   int size;
   int capacity;
@@ -242,6 +257,7 @@ typedef struct {
    * them): a TensorView or a handle-less official view then becomes a Tensor
    * that holds the view, never a DLTensor* that dangles after the call. */
   int keep_views;
+  CallGuard* guard; /* the innermost packing under way, or NULL */
   TVMFFIObjectHandle inline_items[TVMFFI_TEMPS_INLINE];
 } TempList;
 
@@ -253,6 +269,7 @@ static inline void temps_init(TempList* t) {
   t->tensor_owners = 0;
   t->kept = NULL;
   t->keep_views = 0;
+  t->guard = NULL;
 }
 int temps_push(TempList* t, TVMFFIObjectHandle h);
 /* Holds `obj`'s FFI handle for the call (the object itself where the one slot
@@ -260,6 +277,12 @@ int temps_push(TempList* t, TVMFFIObjectHandle h);
  * with a handle; the caller's reference to it is taken over (also on
  * failure). 0, or -1 with an error set. */
 int temps_hold_object(TempList* t, PyObject* obj);
+/* Python code may run next: hold what t->guard's packings borrow (see
+ * CallGuard). 0, or -1 with an error set. */
+int tvmffi_guard_hold(TempList* t);
+/* A value just packed under a holding guard: its handle held unless the
+ * temporaries own it already. 0, or -1 with an error set. */
+int tvmffi_guard_hold_value(TempList* t, const TVMFFIAny* value);
 void temps_release_items(TempList* t);
 /* Releases the temporaries and makes the list empty again. Most calls have
  * none: that case is a test, inline; so is a kept object alone (a Shape). */

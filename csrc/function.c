@@ -115,7 +115,8 @@ int tvmffi_call_packed(TVMFFIObjectHandle func, TVMFFIAny* packed, Py_ssize_t na
 
 /* Packs and calls. `keep_views`: the callee stores its arguments (a container
  * builtin, BUILTIN_KEEPS_ARGS), so a view among them becomes a Tensor that
- * holds it (TempList.keep_views). */
+ * holds it (TempList.keep_views). The guard holds the callee and what the
+ * arguments borrow once a conversion may run Python code (call_guard.c). */
 static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call,
                            PyObject* const* args, Py_ssize_t nargs, int release_gil,
                            int keep_views) {
@@ -128,12 +129,17 @@ static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call
   TempList temps;
   temps_init(&temps);
   temps.keep_views = keep_views;
+  CallGuard guard = {.callee = func, .packed = packed};
+  temps.guard = &guard;
   PyObject* res = NULL;
   int moves = 0; /* obj._move() arguments: rare, handled after packing */
   for (Py_ssize_t i = 0; i < nargs; ++i) {
+    guard.npacked = i;
     if (tvmffi_arg_to_any(args[i], &packed[i], &temps, i) != 0) goto done;
+    if (guard.holding && tvmffi_guard_hold_value(&temps, &packed[i]) != 0) goto done;
     moves |= packed[i].type_index == kTVMFFIObjectRValueRef;
   }
+  temps.guard = NULL;
   TVMFFIAny result;
   if (call_packed(func, safe_call, packed, nargs, moves, &temps, release_gil, &result) == 0 &&
       (res = same_object_arg(args, packed, nargs, &result)) == NULL) {

@@ -116,3 +116,79 @@ def test_tensor_view_argument_stays_a_view() -> None:
     tvmffi.get_global_func("testing.nop")(v, v)
     assert sys.getrefcount(a) == after_view >= before
 
+
+# ---- 3. a handle moved while a call packs its arguments ------------------------------
+MOVER = """
+import gc, tvmffi
+class Mover:
+    # Converting it moves the handle out of `target` (into an empty wrapper, dropped
+    # at once), or gives it away through `_move()` to a call that drops it.
+    def __init__(self, target, how="move_handle"):
+        self.target, self.how = target, how
+    def __tvm_ffi_value__(self):
+        if self.how == "move_handle":
+            sink = type(self.target).__new__(type(self.target))
+            sink.__move_handle_from__(self.target)
+            del sink
+        else:
+            tvmffi.List().append(self.target._move())  # taken by a List, then dropped
+        gc.collect()
+        for _ in range(100):  # reuse the freed memory
+            tvmffi.List([7, 7, 7]), tvmffi.Array([8, 8])
+        return 0
+class F(tvmffi.Function):
+    pass
+"""
+
+
+@pytest.mark.parametrize("how", ["move_handle", "rvalue"])
+@pytest.mark.parametrize("kind", ["List", "Array", "Map"])
+def test_argument_moved_while_later_arguments_convert(kind: str, how: str) -> None:
+    # echo(x, Mover(x)) returns x as it was packed (before: another object, an abort).
+    out = run_ok(
+        MOVER
+        + f"""
+make = {{"List": lambda: tvmffi.List([1, 2, 3]), "Array": lambda: tvmffi.Array([1, 2, 3]),
+        "Map": lambda: tvmffi.Map({{1: 2, 3: 4}})}}["{kind}"]
+echo = tvmffi.get_global_func("testing.echo")
+x = make()
+r = echo(x, Mover(x, "{how}"))
+print(type(r).__name__, sorted(r) if "{kind}" == "Map" else list(r), x.__chandle__())
+"""
+    )
+    name, rest = out.split(" ", 1)
+    assert name == kind
+    assert rest.strip().startswith("[1, 3]" if kind == "Map" else "[1, 2, 3]")
+    assert rest.strip().endswith(" 0")  # the move did happen
+
+
+@pytest.mark.parametrize("how", ["move_handle", "rvalue"])
+def test_callee_moved_while_its_arguments_convert(how: str) -> None:
+    # f(1, Mover(f)): the call holds the callee for its whole duration (before: segfault).
+    out = run_ok(
+        MOVER
+        + f"""
+f = tvmffi.convert(lambda a, b: a + b + 100)
+if "{how}" == "move_handle":
+    f = F.__new__(F); f.__move_handle_from__(tvmffi.convert(lambda a, b: a + b + 100))
+print(f(1, Mover(f, "{how}")))
+"""
+    )
+    assert out.strip() == "101"
+
+
+def test_element_moved_while_later_elements_convert() -> None:
+    # A container built from a list holds its earlier elements while later ones convert.
+    out = run_ok(
+        MOVER
+        + """
+lst = tvmffi.List([1, 2, 3])
+arr = tvmffi.convert([lst, Mover(lst)])
+print(list(arr[0]), arr[1])
+echo = tvmffi.get_global_func("testing.echo")
+lst2 = tvmffi.List([4, 5])
+print(list(echo([[lst2, Mover(lst2)]])[0][0]))
+"""
+    )
+    assert out.split("\n")[:2] == ["[1, 2, 3] 0", "[4, 5]"]
+
