@@ -720,9 +720,13 @@ int tvmffi_official_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps
 /* A DLTensor* result (lent = 0) or callback argument (lent = 1) as a
  * tvmffi.Tensor, under the lifetime rule of types.c. */
 PyObject* tvmffi_dltensor_to_py(const DLTensor* dl, int lent);
-/* After the callback that got `arg` from tvmffi_dltensor_to_py(dl, 1)
- * returned: a lent Tensor expires (see types.c). */
-void tvmffi_dltensor_lent_end(PyObject* arg);
+/* `arg`, from tvmffi_dltensor_to_py(dl, 1) for a callback: its Tensor, when
+ * lent, joins `lent` (a reference to the handle, so that it expires wherever
+ * the callback moved it). 0, or -1 with an error set. */
+int tvmffi_dltensor_lend(PyObject* arg, TempList* lent);
+/* After the callback returned: the Tensors in `lent` expire (see types.c),
+ * and the list is released. */
+void tvmffi_dltensor_lent_end(TempList* lent);
 
 /* ---- interop.c: the official binding's objects ------------------------------- */
 enum { OFFICIAL_NONE = 0, OFFICIAL_OBJECT, OFFICIAL_TENSOR, OFFICIAL_NATIVE };

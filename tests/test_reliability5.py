@@ -192,3 +192,39 @@ print(list(echo([[lst2, Mover(lst2)]])[0][0]))
     )
     assert out.split("\n")[:2] == ["[1, 2, 3] 0", "[4, 5]"]
 
+
+# ---- 4. a lent tensor escaping by a move ---------------------------------------------
+@pytest.mark.parametrize("how", ["rvalue", "move_handle"])
+def test_lent_tensor_moved_out_of_a_callback_expires(native: object, how: str) -> None:
+    # A DLTensor* lent to a Python callback is valid until the callback returns, also
+    # when the callback moved the Tensor's handle elsewhere (before: segfault reading it).
+    lib = native.lib._name  # type: ignore[attr-defined]
+    out = run_ok(
+        f"""
+import ctypes, gc, numpy as np, tvmffi
+lib = ctypes.CDLL({lib!r})
+lib.call_with_dltensor.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong]
+kept = tvmffi.List()
+sinks = []
+def cb(x):
+    if "{how}" == "rvalue":
+        kept.append(x._move())
+    else:
+        sink = tvmffi.Object.__new__(tvmffi.Object)
+        sink.__move_handle_from__(x)
+        sinks.append(sink)
+        kept.append(sink)
+    assert np.from_dlpack(kept[0]).sum() == 2.0 * (1 << 22)  # valid during the call
+data = np.full(1 << 22, 2.0, dtype="float32")
+f = tvmffi.convert(cb)
+assert lib.call_with_dltensor(ctypes.c_void_p(f.__chandle__()), data.ctypes.data, 1 << 22) == 0
+del data; gc.collect()
+t = kept[0]
+try:
+    print("read", float(np.from_dlpack(t).sum()))
+except (ValueError, BufferError, RuntimeError) as e:
+    print("expired", type(e).__name__)
+"""
+    )
+    first = out.split("\n")[0]
+    assert first.startswith("expired") or first == "read 0.0", out
