@@ -228,3 +228,56 @@ except (ValueError, BufferError, RuntimeError) as e:
     )
     first = out.split("\n")[0]
     assert first.startswith("expired") or first == "read 0.0", out
+
+
+# ---- 5. read-only memory unpickled writable -------------------------------------------
+def test_read_only_tensor_out_of_band_is_not_unpickled_writable() -> None:
+    # The out-of-band buffer of a read-only tensor is read-only: the loader copies it
+    # (before: a writable tensor over the same read-only memory; writing through it
+    # changed an immutable bytes object, or segfaulted over a read-only mmap).
+    import pickle
+
+    import numpy as np
+
+    import tvmffi
+
+    src = np.arange(4.0)
+    src.flags.writeable = False
+    t = tvmffi.from_dlpack(src, allow_read_only=True)
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(t, protocol=5, buffer_callback=buffers.append)
+    assert buffers[0].raw().readonly
+    back = pickle.loads(data, buffers=buffers)
+    out = np.from_dlpack(back)
+    assert out.tolist() == [0.0, 1.0, 2.0, 3.0]
+    out[0] = 42.0  # a private copy: the source is untouched
+    assert src[0] == 0.0
+    # A writable tensor still travels without a copy.
+    w = tvmffi.from_dlpack(np.arange(4.0))
+    buffers = []
+    data = pickle.dumps(w, protocol=5, buffer_callback=buffers.append)
+    assert not buffers[0].raw().readonly
+    assert np.from_dlpack(pickle.loads(data, buffers=buffers)).ctypes.data == (
+        np.from_dlpack(w).ctypes.data
+    )
+
+
+def test_read_only_mmap_pickled_out_of_band_loads_without_crash(tmp_path: object) -> None:
+    path = f"{tmp_path}/data.bin"
+    out = run_ok(
+        f"""
+        import mmap, pickle, numpy as np, tvmffi
+        with open({path!r}, "wb") as f:
+            f.write(np.arange(8.0).tobytes())
+        with open({path!r}, "rb") as f:
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        a = np.frombuffer(m, dtype="float64")
+        t = tvmffi.from_dlpack(a, allow_read_only=True)
+        bufs = []
+        back = pickle.loads(pickle.dumps(t, protocol=5, buffer_callback=bufs.append), buffers=bufs)
+        b = np.from_dlpack(back)
+        b[:] = 1.0  # writes a copy (before: SIGSEGV writing the read-only mapping)
+        print(float(b.sum()), float(a.sum()))
+        """
+    )
+    assert out.split() == ["8.0", "28.0"]

@@ -122,12 +122,15 @@ class _TensorBytes:
         self.nbytes = nbytes
 
     def view(self) -> memoryview:
-        """A writable byte view of the memory; it keeps the tensor alive."""
+        """A byte view of the memory; it keeps the tensor alive. Read-only when the
+        tensor is: a loader handed this buffer (out of band) then copies it instead of
+        making a writable tensor over memory nobody may write."""
         if self.nbytes == 0:
             return memoryview(bytearray())
         raw = (ctypes.c_char * self.nbytes).from_address(self.start)
         raw._tvmffi_tensor = self.tensor  # type: ignore[attr-defined]  # kept alive by the view
-        return memoryview(raw).cast("B")
+        view = memoryview(raw).cast("B")
+        return view.toreadonly() if _core._tensor_read_only(self.tensor) else view
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
         if isinstance(protocol, int) and protocol >= 5:
