@@ -5,6 +5,7 @@ a second runtime. Crash classes run in a subprocess."""
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 import pytest
 from conftest import run_python
@@ -281,3 +282,96 @@ def test_read_only_mmap_pickled_out_of_band_loads_without_crash(tmp_path: object
         """
     )
     assert out.split() == ["8.0", "28.0"]
+
+
+# ---- 6-7. pickled libraries: a private cache, the bytes actually loaded -----------------
+@pytest.fixture(scope="module")
+def lib_file(tmp_path_factory: pytest.TempPathFactory) -> str:
+    import tvmffi.cpp
+
+    return str(
+        tvmffi.cpp.build_inline(
+            "test_rel5_lib",
+            cpp_sources="int64_t thrice(int64_t x) { return 3 * x; }",
+            functions=["thrice"],
+            build_directory=str(tmp_path_factory.mktemp("rel5lib")),
+        )
+    )
+
+
+def _pickled_parts(path: str) -> tuple[str, bytes, str]:
+    import hashlib
+    import os
+
+    with open(path, "rb") as f:
+        data = f.read()
+    return os.path.basename(path), data, hashlib.sha256(data).hexdigest()
+
+
+def test_pickled_library_refuses_a_cache_others_can_write(
+    lib_file: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from tvmffi import _pickle
+    from tvmffi._build.private import UnsafeCacheError
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("TVMFFI_CACHE_DIR", str(cache))
+    name, data, digest = _pickled_parts(lib_file)
+    os.chmod(cache, 0o777)  # a shared cache: anyone could plant a library there
+    with pytest.raises(UnsafeCacheError, match="writable by"):
+        _pickle._rebuild_library(name, data, digest, "/nonexistent/" + name)
+    os.chmod(cache, 0o700)
+    (cache / "pickled").mkdir()
+    os.chmod(cache / "pickled", 0o775)
+    with pytest.raises(UnsafeCacheError, match="group"):
+        _pickle._rebuild_library(name, data, digest, None)
+
+
+def test_pickled_library_never_follows_a_planted_link(
+    lib_file: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import shutil
+
+    from tvmffi import _pickle
+    from tvmffi.module import _source_of
+
+    monkeypatch.setenv("TVMFFI_CACHE_DIR", str(tmp_path))
+    name, data, digest = _pickled_parts(lib_file)
+    folder = tmp_path / "pickled" / digest
+    folder.mkdir(parents=True, mode=0o700)
+    os.chmod(tmp_path / "pickled", 0o700)
+    decoy = tmp_path / "decoy.so"
+    shutil.copy(lib_file, decoy)  # same bytes now: the digest check would pass
+    os.symlink(decoy, folder / name)
+    mod = _pickle._rebuild_library(name, data, digest, None)
+    assert not os.path.islink(folder / name)  # replaced by a private copy
+    assert mod.thrice(3) == 9
+    # An original path this process has not loaded is not trusted either: a private copy.
+    other = _pickle._rebuild_library(name, data, digest, str(decoy))
+    assert _source_of(other) == ("file", str(folder / name))
+
+
+def test_pickling_a_module_whose_file_changed_is_refused(lib_file: str, tmp_path: Any) -> None:
+    import os
+    import pickle
+    import shutil
+
+    import tvmffi
+
+    path = str(tmp_path / "libmine.so")
+    shutil.copy(lib_file, path)
+    mod = tvmffi.load_module(path)
+    assert pickle.loads(pickle.dumps(mod)).thrice(2) == 6  # unchanged: travels
+    with open(path, "ab") as f:  # rebuilt in place
+        f.write(b"\0" * 16)
+    with pytest.raises(RuntimeError, match="changed since it was loaded"):
+        pickle.dumps(mod)
+    replaced = str(tmp_path / "new.so")
+    shutil.copy(lib_file, replaced)
+    os.replace(replaced, path)  # replaced by another file (same bytes as loaded, new inode)
+    with pytest.raises(RuntimeError, match="changed since it was loaded"):
+        pickle.dumps(mod)
