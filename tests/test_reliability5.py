@@ -375,3 +375,52 @@ def test_pickling_a_module_whose_file_changed_is_refused(lib_file: str, tmp_path
     os.replace(replaced, path)  # replaced by another file (same bytes as loaded, new inode)
     with pytest.raises(RuntimeError, match="changed since it was loaded"):
         pickle.dumps(mod)
+
+
+# ---- 10. smaller ones ------------------------------------------------------------------
+def test_copy_copy_of_a_tensor_says_what_is_supported() -> None:
+    import copy
+
+    import numpy as np
+
+    import tvmffi
+
+    t = tvmffi.from_dlpack(np.arange(3.0))
+    with pytest.raises(TypeError, match=r"copy.copy\(\) of a Tensor is not supported.*deepcopy"):
+        copy.copy(t)
+    d = copy.deepcopy(t)
+    assert np.from_dlpack(d).tolist() == [0.0, 1.0, 2.0]
+    assert np.from_dlpack(d).ctypes.data != np.from_dlpack(t).ctypes.data
+
+
+@pytest.mark.parametrize("kind", ["List", "Dict"])
+def test_deepcopy_of_a_self_containing_container_holding_a_tensor(kind: str) -> None:
+    # Before: RecursionError (the same List without a tensor copied through ffi.DeepCopy).
+    import copy
+
+    import numpy as np
+
+    import tvmffi
+
+    t = tvmffi.from_dlpack(np.arange(3.0))
+    if kind == "List":
+        c: Any = tvmffi.List([t])
+        c.append(c)
+    else:
+        c = tvmffi.Dict({"t": t})
+        c["self"] = c
+    d = copy.deepcopy(c)
+    inner = d[1] if kind == "List" else d["self"]
+    assert inner.same_as(d) and not d.same_as(c)
+    first = d[0] if kind == "List" else d["t"]
+    assert np.from_dlpack(first).tolist() == [0.0, 1.0, 2.0]
+    assert np.from_dlpack(first).ctypes.data != np.from_dlpack(t).ctypes.data
+
+
+def test_dir_of_a_registered_object_without_a_handle() -> None:
+    from tvmffi.testing import TestIntPair
+
+    empty = TestIntPair.__new__(TestIntPair)
+    names = dir(empty)  # before: ValueError "holds no FFI handle"
+    assert "a" in names and "b" in names
+    assert set(names) == set(dir(TestIntPair(1, 2)))

@@ -223,6 +223,8 @@ def _deep_copy(self: Any, memo: Any = None) -> Any:
     """``copy.deepcopy``: the runtime copies the whole graph (``ffi.DeepCopy``); a graph
     holding what the runtime cannot copy (a tensor, a function) is copied the way pickle
     sends it (tensors by their bytes)."""
+    if memo is not None and ("tvmffi.handle", self.__chandle__()) in memo:
+        return memo[("tvmffi.handle", self.__chandle__())]  # a cycle through deep_copy_graph
     try:
         return _cached_global_func("ffi.DeepCopy")(self)
     except RuntimeError as err:

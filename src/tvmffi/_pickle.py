@@ -201,6 +201,11 @@ def _writable(data: Any, align: int) -> memoryview:
 
 def _rebuild_tensor(data: Any, dtype: Any, shape: Any, strides: Any, byte_offset: Any) -> Tensor:
     """A CPU tensor over ``data`` (pickle's constructor; every number checked in C)."""
+    if isinstance(data, _TensorBytes):  # copy.copy() passes the reduction's parts as they are
+        raise TypeError(
+            "copy.copy() of a Tensor is not supported: use copy.deepcopy() for a new tensor "
+            "with a copy of the data, or the Tensor itself to share its memory"
+        )
     if not (isinstance(dtype, tuple) and len(dtype) == 3 and all(type(x) is int for x in dtype)):
         raise ValueError(f"a pickled tensor's dtype must be (code, bits, lanes), got {dtype!r}")
     if not isinstance(shape, tuple) or not isinstance(strides, tuple):
@@ -564,6 +569,33 @@ def copies_what_deepcopy_refused(err: BaseException) -> bool:
 
 def deep_copy_graph(obj: Object, memo: Any) -> Any:
     """``copy.deepcopy`` of an object ``ffi.DeepCopy`` refused (it holds a tensor or a
-    function): rebuilt from deep copies of what :func:`reduce_graph` sends."""
+    function): rebuilt from deep copies of what :func:`reduce_graph` sends.
+
+    ``memo`` knows each copied object by its handle (each read of an element is a new
+    wrapper), and a List or Dict is in it before its items are copied: a List holding
+    itself copies into a List holding its copy, as ``ffi.DeepCopy`` does."""
+    if memo is None:
+        memo = {}
+    key = ("tvmffi.handle", obj.__chandle__())
+    if key in memo:
+        return memo[key]
+    type_key = obj.type_key
+    if type_key in ("ffi.List", "ffi.Dict"):
+        from . import container
+
+        if type_key == "ffi.List":
+            items = list(obj)  # type: ignore[call-overload]
+            clone: Any = container.List()
+            memo[key] = clone
+            clone.extend([copy.deepcopy(v, memo) for v in items])
+        else:
+            pairs = list(obj.items())  # type: ignore[attr-defined]
+            clone = container.Dict()
+            memo[key] = clone
+            for k, v in pairs:
+                clone[copy.deepcopy(k, memo)] = copy.deepcopy(v, memo)
+        return clone
     func, args = reduce_graph(obj)
-    return func(*copy.deepcopy(args, memo))
+    result = func(*copy.deepcopy(args, memo))
+    memo[key] = result
+    return result
