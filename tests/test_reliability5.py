@@ -424,3 +424,62 @@ def test_dir_of_a_registered_object_without_a_handle() -> None:
     names = dir(empty)  # before: ValueError "holds no FFI handle"
     assert "a" in names and "b" in names
     assert set(names) == set(dir(TestIntPair(1, 2)))
+
+
+# ---- 9. a second runtime ---------------------------------------------------------------
+def _runtime_copy(tmp_path: Any, same_build: bool) -> str:
+    import os
+    import shutil
+
+    import tvmffi
+
+    folder = tmp_path / ("same" if same_build else "other")
+    folder.mkdir()
+    path = str(folder / "libtvm_ffi.so")
+    shutil.copy(tvmffi.lib_path(), path)
+    if not same_build:
+        with open(path, "ab") as f:  # another build: other bytes, still loadable
+            f.write(b"\0" * 64)
+    assert os.path.getsize(path) > 0
+    return path
+
+
+def test_second_runtime_of_another_build_at_import(tmp_path: Any) -> None:
+    import tvmffi
+
+    other = _runtime_copy(tmp_path, same_build=False)
+    proc = run_python(
+        f"import ctypes, os\nctypes.CDLL({other!r}, mode=os.RTLD_LOCAL)\nimport tvmffi\n"
+    )
+    assert proc.returncode == 1, proc.stderr  # an ImportError, not a signal
+    assert "ImportError: tvmffi: a second TVM FFI runtime is loaded" in proc.stderr
+    assert other in proc.stderr and tvmffi.lib_path() in proc.stderr
+    assert f"version {tvmffi.tvm_ffi_version()}" in proc.stderr
+
+
+def test_second_runtime_of_the_same_build_warns_and_goes_on(tmp_path: Any) -> None:
+    other = _runtime_copy(tmp_path, same_build=True)
+    out = run_ok(
+        f"""
+        import ctypes, os, warnings
+        ctypes.CDLL({other!r}, mode=os.RTLD_LOCAL)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            import tvmffi
+        print([str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)])
+        """
+    )
+    assert "the same build" in out and other in out
+
+
+def test_load_module_of_another_runtime_is_refused(tmp_path: Any) -> None:
+    # Mapping it would run its static initializers against tvmffi's runtime: an abort
+    # inside the dynamic loader (before: SIGABRT, "TypeAttr ... already registered").
+    import tvmffi
+
+    for same in (False, True):
+        other = _runtime_copy(tmp_path, same_build=same)
+        with pytest.raises(RuntimeError, match="it is a TVM FFI runtime") as err:
+            tvmffi.load_module(other)
+        assert other in str(err.value) and tvmffi.lib_path() in str(err.value)
+        assert ("the same build as" in str(err.value)) == same

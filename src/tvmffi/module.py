@@ -23,7 +23,7 @@ from enum import IntEnum
 from os import PathLike
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from . import _core, _function_doc
+from . import _core, _function_doc, _lib, _runtime_guard
 from ._core import Function, Object
 from .function import _cached_global_func
 from .object import _decode_type_schema, _json_object, register_object
@@ -511,6 +511,8 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
             _note_source(pinned, ("file", os.path.abspath(file_name)), True)
             _IDENTITIES[pinned.__chandle__()] = _PINNED_IDENTITIES.get(file_name, (-1, -1, -1, -1))
         return pinned
+    if os.sep in file_name:
+        _runtime_guard.check_file(_lib.lib_path(), file_name)  # a second runtime itself
     mod: Module | None = _load_probed(file_name)
     if mod is None:  # the loader would not map it: the checks below name the cause
         if os.sep not in file_name:
@@ -626,6 +628,8 @@ def _load_probed(file_name: str) -> Module | None:
         return None
     handle, picked, library_bin = probe
     try:
+        # A library linked to another runtime mapped it: refused before any use.
+        _runtime_guard.check(_lib.lib_path(), RuntimeError, picked or file_name)
         if isinstance(library_bin, bytes):
             # The tree as mapped: what the runtime will walk, even when the path was
             # mapped earlier and the file replaced since (the loader reuses the mapping).
