@@ -483,3 +483,61 @@ def test_load_module_of_another_runtime_is_refused(tmp_path: Any) -> None:
             tvmffi.load_module(other)
         assert other in str(err.value) and tvmffi.lib_path() in str(err.value)
         assert ("the same build as" in str(err.value)) == same
+
+
+def test_build_lock_of_a_builder_killed_mid_build_is_recovered(tmp_path: Any) -> None:
+    # Users of shared and network caches reported builds hanging on a lock whose holder
+    # was gone. A builder killed mid-build must never block the next one.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tvmffi._build.engine import _build_lock
+
+    lock = str(tmp_path / "lock")
+    builder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom tvmffi._build.engine import _build_lock\n"
+            f"with _build_lock({lock!r}):\n"
+            "    print('building', flush=True)\n    time.sleep(120)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert builder.stdout is not None and builder.stdout.readline().strip() == "building"
+    with open(lock) as f:
+        assert f.read().split()[0] == str(builder.pid)  # the holder is named in the file
+    builder.send_signal(signal.SIGKILL)  # killed mid-build
+    builder.wait()
+    start = time.monotonic()
+    with _build_lock(lock):  # the kernel released its flock: at once
+        pass
+    assert time.monotonic() - start < 5
+    # A file system that keeps a dead holder's lock (a network lock daemon): another
+    # process holds the flock, the file names the killed builder. Broken after ~2 s.
+    with open(lock, "w") as f:
+        f.write(f"{builder.pid} {__import__('socket').gethostname()}\n")
+    keeper = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import fcntl, os, time\nfd = os.open({lock!r}, os.O_RDWR)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(120)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert keeper.stdout is not None and keeper.stdout.readline().strip() == "held"
+        start = time.monotonic()
+        with _build_lock(lock), open(lock) as f:
+            assert f.read().split()[0] == str(os.getpid())
+        assert time.monotonic() - start < 30
+    finally:
+        keeper.kill()
+        keeper.wait()
