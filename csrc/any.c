@@ -92,16 +92,10 @@ static int measured_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_s
   return rc;
 }
 
-/* An element of a container built from a list/tuple/dict. The container
- * keeps its elements beyond the call, so a TensorView, which otherwise
- * travels as a raw DLTensor* that dangles once the call returns, becomes a
- * Tensor holding a reference to the view (and so to its array). */
+/* An element of a container built from a list/tuple/dict. */
 static int element_to_any(PyObject* item, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos,
                           int64_t* height) {
   *height = -1;
-  if (Py_TYPE(item) == &TVMFFITensorViewType) {
-    return tvmffi_tensor_to_kept_any(item, out, temps, argpos);
-  }
   if (Py_TYPE(item) == &TVMFFIRValueRefType) {
     /* A container keeps its elements: a move can only go to the callee. */
     return tvmffi_arg_error(PyExc_TypeError, argpos, "obj._move() cannot be a container element");
@@ -120,11 +114,24 @@ static int construct(const char* ctor, TVMFFIObjectHandle* cache, PyObject* cons
   if (views == NULL) return PyErr_NoMemory(), -1;
   int rc = 0;
   int64_t tallest = 0; /* -1 once an element's height is not known */
+  /* The container keeps its elements beyond the call: a view among them (a
+   * TensorView, an official view, also nested or from a protocol) becomes a
+   * Tensor that holds it, not a DLTensor* that dangles once the call returns. */
+  int keep_views = temps->keep_views;
+  temps->keep_views = 1;
+  /* Elements packed so far borrow from Python objects that a later element's
+   * conversion may move (call_guard.c). */
+  CallGuard guard = {.parent = temps->guard, .packed = views};
+  temps->guard = &guard;
   for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
     int64_t h;
+    guard.npacked = i;
     rc = element_to_any(items[i], &views[i], temps, argpos, &h);
+    if (rc == 0 && guard.holding) rc = tvmffi_guard_hold_value(temps, &views[i]);
     fold_height(&tallest, h);
   }
+  temps->guard = guard.parent;
+  temps->keep_views = keep_views;
   TVMFFIAny result = {.type_index = kTVMFFINone};
   if (rc == 0) rc = tvmffi_call_global_any(ctor, cache, views, (int32_t)n, &result);
   if (views != stack_views) PyMem_Free(views);
@@ -740,9 +747,20 @@ static void remember_tensor_type(PyTypeObject* tp) {
 
 /* Everything that is not an exact hot type; out of line, so that the hub's
  * inline tests save no registers for it. */
+/* Kinds whose conversion reads the object in C alone: no Python code runs. */
+static int converts_in_c(int kind) {
+  return kind == K_OBJECT || kind == K_INT || kind == K_FLOAT || kind == K_STR ||
+         kind == K_DEVICE || kind == K_DTYPE;
+}
+
 static Py_NO_INLINE int convert_slow(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
   int64_t unused_height;
   int kind = kind_of(Py_TYPE(obj));
+  /* Python code may run next and move a handle already packed (call_guard.c). */
+  if (temps->guard != NULL && !temps->guard->holding && !converts_in_c(kind) &&
+      tvmffi_guard_hold(temps) != 0) {
+    return -1;
+  }
   if (kind == K_TENSOR) remember_tensor_type(Py_TYPE(obj));
   if (kind > K_NUMPY_SCALAR && kind < K_PROTOCOL) { /* read in place, else as any number */
     NumpyScalarKind scalar = (NumpyScalarKind)(kind - K_NUMPY_SCALAR);

@@ -45,6 +45,8 @@ static int invoke(PyObject* callable, const TVMFFIAny* args, int32_t nargs, TVMF
   }
   int32_t converted = 0;
   PyObject* ret = NULL;
+  TempList lent; /* the Tensors lent to this callback (made on first use) */
+  int lends = 0;
   for (; converted < nargs; ++converted) {
     const TVMFFIAny* a = &args[converted];
     if (a->type_index == kTVMFFIObjectRValueRef) {
@@ -53,17 +55,21 @@ static int invoke(PyObject* callable, const TVMFFIAny* args, int32_t nargs, TVMF
       pyargs[converted] = tvmffi_take_rvalue(a, &taken) == 0 ? tvmffi_any_to_py_owned(&taken) : NULL;
     } else if (a->type_index == kTVMFFIDLTensorPtr) {
       /* Lent for this callback only (tvmffi_dltensor_to_py's rule). */
-      pyargs[converted] = tvmffi_dltensor_to_py((const DLTensor*)a->v_ptr, 1);
+      PyObject* arg = tvmffi_dltensor_to_py((const DLTensor*)a->v_ptr, 1);
+      if (arg != NULL && !lends) {
+        temps_init(&lent);
+        lends = 1;
+      }
+      if (arg != NULL && tvmffi_dltensor_lend(arg, &lent) != 0) Py_CLEAR(arg);
+      pyargs[converted] = arg;
     } else {
       pyargs[converted] = tvmffi_any_to_py_borrowed(a);
     }
     if (pyargs[converted] == NULL) break;
   }
   if (converted == nargs) ret = PyObject_Vectorcall(callable, pyargs, (size_t)nargs, NULL);
-  for (int32_t i = 0; i < converted; ++i) {
-    if (args[i].type_index == kTVMFFIDLTensorPtr) tvmffi_dltensor_lent_end(pyargs[i]);
-    Py_DECREF(pyargs[i]);
-  }
+  if (lends) tvmffi_dltensor_lent_end(&lent);
+  for (int32_t i = 0; i < converted; ++i) Py_DECREF(pyargs[i]);
   if (pyargs != stack) PyMem_Free(pyargs);
   if (ret == NULL) return tvmffi_set_ffi_error_from_py();
   int rc = tvmffi_py_to_owned_any(ret, result);

@@ -15,6 +15,7 @@
  *   field_table.c   one read-only field table per dataclass; its C __init__, __repr__,
  *                   __eq__/ordering, __hash__, __copy__/__deepcopy__/__replace__
  *   function.c      Function type and its vectorcall call path; the global registry
+ *   call_guard.c    a packing's borrowed handles and callee held once Python code may run
  *   function_doc.c  a Function's __name__/__qualname__/__doc__/__signature__, lazily
  *   type_docs.c     the public types' docstrings
  *   cfunction.c     Functions from raw C symbols (extern "C" safe calls, MLIR packed)
@@ -224,6 +225,20 @@ int tvmffi_teardown_init(PyObject* module);
 /* Objects created only to carry an argument (heap strings, wrapped callables,
  * containers built from lists) are owned here and released after the call. */
 #define TVMFFI_TEMPS_INLINE 8
+/* Values being packed for a call (function.c, the arguments and the callee)
+ * or for a container (any.c, its elements) that borrow their handles from
+ * Python objects. Python code run by a later value's conversion (a protocol
+ * method, a property, __dlpack__) may move such a handle out
+ * (__move_handle_from__, obj._move() taken by a call) and free it: from the
+ * first conversion that may run Python code on, every packed handle and the
+ * callee are held by the temporaries (tvmffi_guard_hold). */
+typedef struct CallGuard {
+  struct CallGuard* parent; /* the call or container this one packs for */
+  TVMFFIObjectHandle callee; /* or NULL */
+  const TVMFFIAny* packed;   /* packed[0, npacked) are done */
+  Py_ssize_t npacked;
+  int holding; /* set once held; then every later value is held as packed */
+} CallGuard;
 typedef struct {
   int size;
   int capacity;
@@ -240,6 +255,12 @@ typedef struct {
    * _tvm_ffi_cached_object, whose handle is passed (strbytes.c); holding the
    * object costs less than a reference to its handle. */
   PyObject* kept;
+  /* Nonzero while converting values the callee keeps beyond the call (a
+   * container's elements, the arguments of a container builtin that stores
+   * them): a TensorView or a handle-less official view then becomes a Tensor
+   * that holds the view, never a DLTensor* that dangles after the call. */
+  int keep_views;
+  CallGuard* guard; /* the innermost packing under way, or NULL */
   TVMFFIObjectHandle inline_items[TVMFFI_TEMPS_INLINE];
 } TempList;
 
@@ -250,6 +271,8 @@ static inline void temps_init(TempList* t) {
   t->dlpack_api = NULL;
   t->tensor_owners = 0;
   t->kept = NULL;
+  t->keep_views = 0;
+  t->guard = NULL;
 }
 int temps_push(TempList* t, TVMFFIObjectHandle h);
 /* Holds `obj`'s FFI handle for the call (the object itself where the one slot
@@ -257,6 +280,12 @@ int temps_push(TempList* t, TVMFFIObjectHandle h);
  * with a handle; the caller's reference to it is taken over (also on
  * failure). 0, or -1 with an error set. */
 int temps_hold_object(TempList* t, PyObject* obj);
+/* Python code may run next: hold what t->guard's packings borrow (see
+ * CallGuard). 0, or -1 with an error set. */
+int tvmffi_guard_hold(TempList* t);
+/* A value just packed under a holding guard: its handle held unless the
+ * temporaries own it already. 0, or -1 with an error set. */
+int tvmffi_guard_hold_value(TempList* t, const TVMFFIAny* value);
 void temps_release_items(TempList* t);
 /* Releases the temporaries and makes the list empty again. Most calls have
  * none: that case is a test, inline; so is a kept object alone (a Shape). */
@@ -567,6 +596,10 @@ int tvmffi_function_doc_init(PyObject* module);
  * traversal itself) then never waits on another lock, which would suspend
  * the check's critical section while another thread changes the graph. */
 #define BUILTIN_CONTAINER 256
+/* A runtime builtin that stores its arguments (the container constructors,
+ * ffi.ListAppend, ffi.DictSetItem, ...): a view argument becomes a Tensor
+ * holding it (TempList.keep_views), not a DLTensor* kept past the call. */
+#define BUILTIN_KEEPS_ARGS 512
 /* A runtime builtin that drops List or Dict values (set, erase, clear): what
  * it drops is held across the call (teardown.c's tvmffi_hold_dropped), so a
  * deep value's last reference is released by us, iteratively. Which values,
@@ -594,9 +627,10 @@ PyObject* tvmffi_function_wrap_owned(TVMFFIObjectHandle handle);
  * installed around the callee). 0 with *result owned, or -1 with the error set. */
 int tvmffi_call_packed(TVMFFIObjectHandle func, TVMFFIAny* packed, Py_ssize_t nargs,
                        TempList* temps, int release_gil, TVMFFIAny* result);
-/* Call an FFI function handle with Python arguments; returns a new reference. */
+/* Call an FFI function handle with Python arguments; returns a new reference.
+ * `keep_views`: the function stores its arguments (BUILTIN_KEEPS_ARGS). */
 PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
-                             int release_gil);
+                             int release_gil, int keep_views);
 /* Look up a global function; *out is NULL when missing. */
 int tvmffi_get_global(const char* name, TVMFFIObjectHandle* out);
 /* Call a cached runtime global function (e.g. "ffi.Array") with AnyView args. */
@@ -696,9 +730,13 @@ int tvmffi_official_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps
 /* A DLTensor* result (lent = 0) or callback argument (lent = 1) as a
  * tvmffi.Tensor, under the lifetime rule of types.c. */
 PyObject* tvmffi_dltensor_to_py(const DLTensor* dl, int lent);
-/* After the callback that got `arg` from tvmffi_dltensor_to_py(dl, 1)
- * returned: a lent Tensor expires (see types.c). */
-void tvmffi_dltensor_lent_end(PyObject* arg);
+/* `arg`, from tvmffi_dltensor_to_py(dl, 1) for a callback: its Tensor, when
+ * lent, joins `lent` (a reference to the handle, so that it expires wherever
+ * the callback moved it). 0, or -1 with an error set. */
+int tvmffi_dltensor_lend(PyObject* arg, TempList* lent);
+/* After the callback returned: the Tensors in `lent` expire (see types.c),
+ * and the list is released. */
+void tvmffi_dltensor_lent_end(TempList* lent);
 
 /* ---- interop.c: the official binding's objects ------------------------------- */
 enum { OFFICIAL_NONE = 0, OFFICIAL_OBJECT, OFFICIAL_TENSOR, OFFICIAL_NATIVE };

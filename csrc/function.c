@@ -113,8 +113,13 @@ int tvmffi_call_packed(TVMFFIObjectHandle func, TVMFFIAny* packed, Py_ssize_t na
   return call_packed(func, safe_call, packed, nargs, moves, temps, release_gil, result);
 }
 
+/* Packs and calls. `keep_views`: the callee stores its arguments (a container
+ * builtin, BUILTIN_KEEPS_ARGS), so a view among them becomes a Tensor that
+ * holds it (TempList.keep_views). The guard holds the callee and what the
+ * arguments borrow once a conversion may run Python code (call_guard.c). */
 static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call,
-                           PyObject* const* args, Py_ssize_t nargs, int release_gil) {
+                           PyObject* const* args, Py_ssize_t nargs, int release_gil,
+                           int keep_views) {
   TVMFFIAny stack[STACK_ARGS];
   TVMFFIAny* packed = stack;
   if (nargs > STACK_ARGS) {
@@ -123,12 +128,18 @@ static PyObject* call_safe(TVMFFIObjectHandle func, TVMFFISafeCallType safe_call
   }
   TempList temps;
   temps_init(&temps);
+  temps.keep_views = keep_views;
+  CallGuard guard = {.callee = func, .packed = packed};
+  temps.guard = &guard;
   PyObject* res = NULL;
   int moves = 0; /* obj._move() arguments: rare, handled after packing */
   for (Py_ssize_t i = 0; i < nargs; ++i) {
+    guard.npacked = i;
     if (tvmffi_arg_to_any(args[i], &packed[i], &temps, i) != 0) goto done;
+    if (guard.holding && tvmffi_guard_hold_value(&temps, &packed[i]) != 0) goto done;
     moves |= packed[i].type_index == kTVMFFIObjectRValueRef;
   }
+  temps.guard = NULL;
   TVMFFIAny result;
   if (call_packed(func, safe_call, packed, nargs, moves, &temps, release_gil, &result) == 0 &&
       (res = same_object_arg(args, packed, nargs, &result)) == NULL) {
@@ -172,7 +183,9 @@ static PyObject* call_scalars(TVMFFIObjectHandle func, TVMFFISafeCallType safe_c
                               PyObject* const* args, Py_ssize_t nargs, int release_gil) {
   TVMFFIAny packed[STACK_ARGS];
   for (Py_ssize_t i = 0; i < nargs; ++i) {
-    if (!pack_scalar(args[i], &packed[i])) return call_safe(func, safe_call, args, nargs, release_gil);
+    if (!pack_scalar(args[i], &packed[i])) {
+      return call_safe(func, safe_call, args, nargs, release_gil, 0);
+    }
   }
   TVMFFIAny result = {.type_index = kTVMFFINone};
   if (invoke(func, safe_call, packed, (int32_t)nargs, &result, release_gil) != 0) {
@@ -196,9 +209,9 @@ static PyObject* call_no_args(TVMFFIObjectHandle func, TVMFFISafeCallType safe_c
 }
 
 PyObject* tvmffi_call_handle(TVMFFIObjectHandle func, PyObject* const* args, Py_ssize_t nargs,
-                             int release_gil) {
+                             int release_gil, int keep_views) {
   TVMFFISafeCallType safe_call = ((TVMFFIFunctionCell*)tvmffi_cell(func))->safe_call;
-  return call_safe(func, safe_call, args, nargs, release_gil);
+  return call_safe(func, safe_call, args, nargs, release_gil, keep_views);
 }
 
 /* Builtins whose input the runtime trusts: their names (a frozenset) and the
@@ -298,7 +311,7 @@ static PyObject* builtin_call_unlocked(TVMFFIPyFunction* self, PyObject* const* 
     PyObject* res = self->base.handle == NULL
                         ? no_function_error((PyObject*)self)
                         : call_safe(self->base.handle, self->safe_call, &PyTuple_GET_ITEM(vetted, 0),
-                                    PyTuple_GET_SIZE(vetted), self->release_gil);
+                                    PyTuple_GET_SIZE(vetted), self->release_gil, 0);
     Py_DECREF(vetted);
     return res;
   }
@@ -315,7 +328,8 @@ static PyObject* builtin_call_unlocked(TVMFFIPyFunction* self, PyObject* const* 
   } else {
     res = nargs == 0
               ? call_no_args(self->base.handle, self->safe_call, self->release_gil)
-              : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+              : call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil,
+                          (builtin & BUILTIN_KEEPS_ARGS) != 0);
   }
   Py_XDECREF(held); /* a dropped deep value is freed here, iteratively */
   if ((builtin & BUILTIN_FUNCTOR_KEEPS_GIL) && res != NULL && Py_TYPE(res) == &TVMFFIFunctionType) {
@@ -335,7 +349,7 @@ static inline PyObject* call_by_arity(TVMFFIPyFunction* self, PyObject* const* a
   if (nargs <= STACK_ARGS) {
     return call_scalars(self->base.handle, self->safe_call, args, nargs, self->release_gil);
   }
-  return call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil);
+  return call_safe(self->base.handle, self->safe_call, args, nargs, self->release_gil, 0);
 }
 
 static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
@@ -579,16 +593,20 @@ static int makes_functor(const char* name) {
  * a cycle or a deeper value), and the HOLD_* kind of what they drop (Pop
  * hands its value back to the caller, so it drops nothing). */
 /* BUILTIN_CHANGES: only without a GIL (with one, ffi.ListPop stays a plain call). */
-enum { DROPS = TVMFFI_FREE_THREADED ? BUILTIN_CHANGES : 0, ADDS = BUILTIN_MUTATES_GRAPH | DROPS };
+enum {
+  DROPS = TVMFFI_FREE_THREADED ? BUILTIN_CHANGES : 0,
+  ADDS = BUILTIN_MUTATES_GRAPH | DROPS,
+  KEEPS = BUILTIN_KEEPS_ARGS
+};
 static const struct {
   const char* name;
   int flags;
 } kChanging[] = {
-    {"ffi.ListSetItem", ADDS | BUILTIN_HOLD(HOLD_INDEX)},
-    {"ffi.ListReplaceSlice", ADDS | BUILTIN_HOLD(HOLD_RANGE)},
-    {"ffi.DictSetItem", ADDS | BUILTIN_HOLD(HOLD_KEY)},
-    {"ffi.ListAppend", ADDS},
-    {"ffi.ListInsert", ADDS},
+    {"ffi.ListSetItem", ADDS | KEEPS | BUILTIN_HOLD(HOLD_INDEX)},
+    {"ffi.ListReplaceSlice", ADDS | KEEPS | BUILTIN_HOLD(HOLD_RANGE)},
+    {"ffi.DictSetItem", ADDS | KEEPS | BUILTIN_HOLD(HOLD_KEY)},
+    {"ffi.ListAppend", ADDS | KEEPS},
+    {"ffi.ListInsert", ADDS | KEEPS},
     {"ffi.ListErase", DROPS | BUILTIN_HOLD(HOLD_INDEX)},
     {"ffi.ListEraseRange", DROPS | BUILTIN_HOLD(HOLD_RANGE)},
     {"ffi.ListClear", DROPS | BUILTIN_HOLD(HOLD_ALL)},
@@ -599,9 +617,16 @@ static const struct {
     {"ffi.ListReserve", DROPS},
 };
 
+/* The constructors store their arguments as elements (BUILTIN_KEEPS_ARGS
+ * alone: they change no shared container). */
+static const char* const kConstructors[] = {"ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict"};
+
 static int container_flags(const char* name) {
   for (size_t i = 0; i < sizeof kChanging / sizeof kChanging[0]; ++i) {
     if (strcmp(name, kChanging[i].name) == 0) return kChanging[i].flags;
+  }
+  for (size_t i = 0; i < sizeof kConstructors / sizeof kConstructors[0]; ++i) {
+    if (strcmp(name, kConstructors[i]) == 0) return BUILTIN_KEEPS_ARGS;
   }
   return 0;
 }
@@ -667,6 +692,9 @@ static void guarded_build(void) {
   g_guarded_ready = 1;
   for (size_t i = 0; i < sizeof kChanging / sizeof kChanging[0]; ++i) {
     guarded_add(kChanging[i].name, kChanging[i].flags | GUARDED_LOCK_FLAGS(BUILTIN_CONTAINER));
+  }
+  for (size_t i = 0; i < sizeof kConstructors / sizeof kConstructors[0]; ++i) {
+    guarded_add(kConstructors[i], BUILTIN_KEEPS_ARGS);
   }
   PyObject* names = g_vetted_names != NULL ? PySequence_List(g_vetted_names) : NULL;
   for (Py_ssize_t i = 0; names != NULL && i < PyList_GET_SIZE(names); ++i) {

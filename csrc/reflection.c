@@ -475,7 +475,9 @@ PyObject* tvmffi_init_handle(PyObject* m, PyObject* const* args, Py_ssize_t narg
     return NULL;
   }
   TVMFFIObjectHandle func = ((TVMFFIPyObject*)args[1])->handle;
-  PyObject* res = tvmffi_call_handle(func, args + 2, nargs - 2, 0);
+  /* List([TensorView(a)]): a constructor that stores its arguments keeps views. */
+  int keeps = (((TVMFFIPyFunction*)args[1])->builtin_flags & BUILTIN_KEEPS_ARGS) != 0;
+  PyObject* res = tvmffi_call_handle(func, args + 2, nargs - 2, 0, keeps);
   if (res == NULL) return NULL;
   if (!tvmffi_is_object(res) || ((TVMFFIPyObject*)res)->handle == NULL) {
     PyErr_Format(PyExc_TypeError, "constructor returned %.200s, not an object",

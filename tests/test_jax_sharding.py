@@ -72,6 +72,24 @@ def test_bad_partitions() -> None:
         sharding_rule(AXPBY, "n")
 
 
+def test_split_var_of_inputs_only_is_refused_or_kept_whole() -> None:
+    # Issue 40 item 8: a row sum split along its contraction Var returned one device's
+    # partial sum. Named "split", such a Var is refused; partition=True keeps it whole.
+    rowsum = Signature(
+        "sh_rowsum",
+        [Tensor("a", [M, K], "float32"), Tensor("out", [M], "float32", output=True)],
+    )
+    with pytest.raises(ValueError, match="'k' is 'split' but no output of 'sh_rowsum' has it"):
+        sharding_rule(rowsum, {"m": "split", "k": "split"})
+    with pytest.raises(ValueError, match="Mark it 'reduce'"):
+        tvmffi.jax.register_op(
+            "test_rel5_rowsum", lambda a, out: None, rowsum, partition={"k": "split"}
+        )
+    rule, reduce, replicate, _ = sharding_rule(rowsum, True)
+    assert rule == "m k -> m" and reduce == () and replicate == ("k",)
+    assert sharding_rule(rowsum, {"m": "split", "k": "reduce"})[1] == ("k",)
+
+
 def test_partitioned_op_runs_unsharded(tmp_path: Path) -> None:
     """One device: the partitioned operator gives the same results (and its checks)."""
     import numpy as np

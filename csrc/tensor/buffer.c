@@ -137,7 +137,23 @@ static PyObject* py_tensor_from_buffer(PyObject* self, PyObject* args) {
   return tvmffi_object_wrap_owned(t);
 }
 
+/* _tensor_read_only(t): whether the Tensor's memory is read-only (flagged
+ * DLPACK_FLAG_BITMASK_READ_ONLY): pickle hands out read-only buffers of it. */
+static PyObject* py_tensor_read_only(PyObject* self, PyObject* t) {
+  (void)self;
+  if (!PyObject_TypeCheck(t, &TVMFFITensorType)) {
+    PyErr_Format(PyExc_TypeError, "_tensor_read_only expects a Tensor, not %.200s",
+                 Py_TYPE(t)->tp_name);
+    return NULL;
+  }
+  TVMFFIObjectHandle h = tvmffi_object_handle(t);
+  if (h == NULL) return NULL;
+  return PyBool_FromLong((tensor_flags(h) & DLPACK_FLAG_BITMASK_READ_ONLY) != 0);
+}
+
 static PyMethodDef buffer_methods[] = {
+    {"_tensor_read_only", py_tensor_read_only, METH_O,
+     "_tensor_read_only(t): whether the tensor's memory is read-only."},
     {"_tensor_from_buffer", py_tensor_from_buffer, METH_VARARGS,
      "_tensor_from_buffer(buffer, (code, bits, lanes), shape, strides, byte_offset): a CPU "
      "Tensor over a writable buffer (pickle's rebuild; every number checked)."},

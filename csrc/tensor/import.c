@@ -503,7 +503,7 @@ int tvmffi_tensor_to_kept_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
  * a position the value is kept, and a raw pointer would dangle, so it
  * becomes a Tensor that keeps the view alive. */
 int tvmffi_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps, Py_ssize_t argpos) {
-  if (Py_TYPE(obj) == &TVMFFITensorViewType && argpos >= 0) {
+  if (Py_TYPE(obj) == &TVMFFITensorViewType && argpos >= 0 && !temps->keep_views) {
     set_dltensor_any(out, view_dl(obj));
     return 0;
   }
@@ -530,8 +530,9 @@ int tvmffi_ndarray_to_any(PyObject* arr, TVMFFIAny* out, TempList* temps, Py_ssi
 }
 
 /* The official binding's Tensor: its handle, borrowed for the call as the
- * official binding passes it; a handle-less view's DLTensor* as an argument,
- * a Tensor keeping the view alive when kept. */
+ * official binding passes it; a handle-less view's DLTensor* as a plain
+ * argument, a Tensor keeping the view alive when kept (no position, or an
+ * element of a container: temps->keep_views). */
 Py_NO_INLINE int tvmffi_official_tensor_to_any(PyObject* obj, TVMFFIAny* out, TempList* temps,
                                   Py_ssize_t argpos) {
   TVMFFIObjectHandle h;
@@ -541,10 +542,15 @@ Py_NO_INLINE int tvmffi_official_tensor_to_any(PyObject* obj, TVMFFIAny* out, Te
     set_tensor_any(out, h);
     return 0;
   }
-  if (argpos >= 0) {
+  if (argpos >= 0 && !temps->keep_views) {
     set_dltensor_any(out, dl);
     return 0;
   }
+  /* Kept: a Tensor with its own shape and strides. The data is the lender's:
+   * a tvmffi TensorView lent it (apply(cb, TensorView(a))), whose Tensor
+   * keeps the array alive; else the official view, held. */
+  TVMFFIObjectHandle viewed = live_view_tensor(dl);
+  if (viewed != NULL) return push_tensor(viewed, obj, out, temps);
   OwnTensor* t = own_from_dl(dl, obj, 0);
   return t == NULL ? -1 : push_tensor(t, obj, out, temps);
 }

@@ -78,6 +78,9 @@ OwnTensor* own_new_lent(int ndim, PyObject* owner);
 OwnTensor* own_from_managed(DLManagedTensorVersioned* mv, DLManagedTensor* ml,
                             Py_ssize_t argpos);
 uint64_t tensor_flags(TVMFFIObjectHandle h);
+/* The Tensor (a new reference) of the live TensorView whose DLTensor `dl` is,
+ * or NULL (types.c). */
+TVMFFIObjectHandle live_view_tensor(const DLTensor* dl);
 /* Copy strides (compact when NULL) into storage[ndim, 2*ndim). Inline, as
  * the description copies below: they run per tensor argument. */
 static inline void copy_strides(const DLTensor* src, int64_t* storage) {

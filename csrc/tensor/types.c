@@ -342,7 +342,7 @@ static void views_unlink(TVMFFIPyTensorView* v) {
  * while the view is linked, so before it could be freed), or NULL. Views are
  * few (each made by hand), and this runs only when a DLTensor* comes back to
  * Python. */
-static TVMFFIObjectHandle live_view_tensor(const DLTensor* dl) {
+TVMFFIObjectHandle live_view_tensor(const DLTensor* dl) {
   TVMFFIObjectHandle found = NULL;
   TVMFFI_LOCK(&g_views_lock);
   for (TVMFFIPyTensorView* v = g_live_views.next; v != NULL && v != &g_live_views; v = v->next) {
@@ -428,16 +428,34 @@ static int lent_expired(TVMFFIObjectHandle h) {
   return o->deleter == own_deleter && ((const OwnTensor*)o)->borrowed == 2;
 }
 
-void tvmffi_dltensor_lent_end(PyObject* arg) {
-  if (!tvmffi_is_object(arg)) return; /* a live view's Tensor is a Tensor too */
+/* The lent Tensor is tracked by its handle, not by the callback argument's
+ * wrapper: the callback may move the handle out of the wrapper
+ * (__move_handle_from__, lst.append(x._move())), and what it moved to must
+ * expire all the same. */
+int tvmffi_dltensor_lend(PyObject* arg, TempList* lent) {
+  if (!tvmffi_is_object(arg)) return 0; /* a live view's Tensor is a Tensor too */
   TVMFFIObjectHandle h = ((TVMFFIPyObject*)arg)->handle;
-  if (h == NULL || ((const TVMFFIObject*)h)->deleter != own_deleter) return;
-  OwnTensor* t = (OwnTensor*)h;
+  if (h == NULL || ((const TVMFFIObject*)h)->deleter != own_deleter) return 0;
+  if (((const OwnTensor*)h)->borrowed != 1) return 0;
+  TVMFFIObjectIncRef(h);
+  if (temps_push(lent, h) != 0) {
+    TVMFFIObjectDecRef(h);
+    return -1;
+  }
+  return 0;
+}
+
+static void lent_expire(OwnTensor* t) {
   if (t->borrowed != 1) return;
   t->borrowed = 2;
   for (int i = 0; i < t->dl.ndim; ++i) t->storage[i] = 0; /* extents first: then no data */
   t->dl.byte_offset = 0;
   t->dl.data = NULL;
+}
+
+void tvmffi_dltensor_lent_end(TempList* lent) {
+  for (int i = 0; i < lent->size; ++i) lent_expire((OwnTensor*)lent->items[i]);
+  temps_release(lent);
 }
 
 static PyObject* view_repr(PyObject* self) { return dl_repr("tvmffi.TensorView", view_dl(self)); }

@@ -6,14 +6,17 @@ a factor shared by every dimension it names (a Shardy ``sharding_rule`` such as
 whole. ``partition`` says what the kernel allows for each Var:
 
 - ``"split"``: the kernel is element-wise along it: run on a shard of that
-  dimension it computes that shard of the result (no collective);
+  dimension it computes that shard of the result (no collective). An output
+  must have it: a Var of inputs only split across devices leaves each with a
+  partial result, so naming one ``"split"`` raises ``ValueError`` (it is a
+  ``"reduce"``);
 - ``"reduce"``: a contraction (it must not appear in an output): each shard
   computes a partial result and the shards' outputs are summed (``psum``);
 - ``"whole"``: the kernel needs all of it on every device (inputs sharded along
   it are gathered first).
 
-``partition=True`` splits every Var; a mapping ``{var_name: kind}`` names the
-kinds, other Vars staying whole. The operator is a
+``partition=True`` splits every Var an output has (a Var of inputs only stays
+whole); a mapping ``{var_name: kind}`` names the kinds, other Vars staying whole. The operator is a
 :func:`jax.experimental.custom_partitioning` function: under ``jax.jit`` on
 sharded inputs each device runs the kernel on its shard, and the output keeps
 the sharding the rule gives it.
@@ -39,8 +42,14 @@ KINDS = ("split", "reduce", "whole")
 def _kinds(sig: Signature, partition: Any) -> dict[str, str]:
     """Each Var's kind from ``partition`` (True, or a mapping of Var names to kinds)."""
     names = [v.name for v in sig.vars]
+    in_outputs = {
+        d.name
+        for t in (list(sig.outputs) or [t for t in sig.inputs if t.inout])
+        for d in t.shape
+        if isinstance(d, Var)
+    }
     if partition is True:
-        return dict.fromkeys(names, "split")
+        return {name: "split" if name in in_outputs else "whole" for name in names}
     if not isinstance(partition, Mapping):
         raise TypeError(
             f"partition must be True or a mapping of Var names to {', '.join(KINDS)}, "
@@ -55,6 +64,12 @@ def _kinds(sig: Signature, partition: Any) -> dict[str, str]:
             )
         if kind not in KINDS:
             raise ValueError(f"partition kind of {name!r} must be one of {KINDS}, got {kind!r}")
+        if kind == "split" and name not in in_outputs:
+            raise ValueError(
+                f"partition: {name!r} is 'split' but no output of {sig.name!r} has it: each "
+                "device would return its shard's partial result. Mark it 'reduce' (the "
+                "outputs are summed across devices) or 'whole' (it is gathered first)"
+            )
         kinds[name] = kind
     return kinds
 

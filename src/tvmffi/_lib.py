@@ -78,6 +78,11 @@ def testing_lib_path() -> str:
 
 
 load_library(lib_path())
+# Another libtvm_ffi already mapped (by a package that ships its own): refused
+# before the extension binds to one of the two by soname.
+from . import _runtime_guard  # noqa: E402
+
+_runtime_guard.check(lib_path(), ImportError)
 _package_dir()
 # The official binding's core links libtvm_ffi_testing, so the ``testing.*``
 # globals exist as soon as it is imported; code written against it relies on

@@ -36,6 +36,8 @@ def _deep_copy(obj: Any, memo: Any = None) -> Any:
     sub-objects stay shared, cycles stay cycles), recorded in ``memo``. A graph holding
     tensors, functions or modules is copied through pickle; any other type the runtime
     cannot copy raises its ``RuntimeError``."""
+    if memo is not None and ("tvmffi.handle", obj.__chandle__()) in memo:
+        return memo[("tvmffi.handle", obj.__chandle__())]  # a cycle through deep_copy_graph
     try:
         made = _cached_global_func("ffi.DeepCopy")(obj)
     except RuntimeError as err:

@@ -18,10 +18,12 @@ field pickled in turn. How each kind travels:
   checked to exist, when loaded); a function of a module (``tvmffi.cpp``,
   ``tvmffi.codegen``, ``load_module``) as its module and its name (with its
   codegen signature); a Python callback as its callable;
-- a :class:`~tvmffi.Module`: a library file by its bytes and their SHA-256,
-  written on the receiving side to ``<cache>/pickled/<digest>/`` and loaded (or
-  loaded from its original path when that file is still the same); the system
-  library by its prefix.
+- a :class:`~tvmffi.Module`: a library file by its bytes (those this process
+  loaded: a file rebuilt or replaced since is refused) and their SHA-256,
+  written on the receiving side to ``<cache>/pickled/<digest>/``, every level
+  private to this user (else ``UnsafeCacheError``, as the build cache), and
+  loaded from there (or the module this process already runs from the original
+  path, when that is the same file); the system library by its prefix.
 
 Every ``_rebuild_*`` function below is what a pickle stream calls to load a
 value, so each checks its arguments: a malformed payload raises ``ValueError``
@@ -122,12 +124,15 @@ class _TensorBytes:
         self.nbytes = nbytes
 
     def view(self) -> memoryview:
-        """A writable byte view of the memory; it keeps the tensor alive."""
+        """A byte view of the memory; it keeps the tensor alive. Read-only when the
+        tensor is: a loader handed this buffer (out of band) then copies it instead of
+        making a writable tensor over memory nobody may write."""
         if self.nbytes == 0:
             return memoryview(bytearray())
         raw = (ctypes.c_char * self.nbytes).from_address(self.start)
         raw._tvmffi_tensor = self.tensor  # type: ignore[attr-defined]  # kept alive by the view
-        return memoryview(raw).cast("B")
+        view = memoryview(raw).cast("B")
+        return view.toreadonly() if _core._tensor_read_only(self.tensor) else view
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
         if isinstance(protocol, int) and protocol >= 5:
@@ -196,6 +201,11 @@ def _writable(data: Any, align: int) -> memoryview:
 
 def _rebuild_tensor(data: Any, dtype: Any, shape: Any, strides: Any, byte_offset: Any) -> Tensor:
     """A CPU tensor over ``data`` (pickle's constructor; every number checked in C)."""
+    if isinstance(data, _TensorBytes):  # copy.copy() passes the reduction's parts as they are
+        raise TypeError(
+            "copy.copy() of a Tensor is not supported: use copy.deepcopy() for a new tensor "
+            "with a copy of the data, or the Tensor itself to share its memory"
+        )
     if not (isinstance(dtype, tuple) and len(dtype) == 3 and all(type(x) is int for x in dtype)):
         raise ValueError(f"a pickled tensor's dtype must be (code, bits, lanes), got {dtype!r}")
     if not isinstance(shape, tuple) or not isinstance(strides, tuple):
@@ -345,7 +355,7 @@ _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,200}\Z")
 
 
 def _reduce_module(mod: Any) -> tuple[Any, ...]:
-    from .module import _source_of
+    from .module import _file_identity, _loaded_identity, _source_of
 
     source = _source_of(mod)
     if source is None:
@@ -356,7 +366,17 @@ def _reduce_module(mod: Any) -> tuple[Any, ...]:
     kind, value = source
     if kind == "system":
         return (_rebuild_system_lib, (value,))
+    # The bytes this process runs, or a refusal: a file rebuilt or replaced since it was
+    # loaded would make the receiver run other code than the sender.
+    loaded = _loaded_identity(mod)
     with open(value, "rb") as f:
+        now = _file_identity(os.fstat(f.fileno()))
+        if loaded is not None and now != loaded:
+            raise RuntimeError(
+                f"cannot pickle this Module: its library {value!r} changed since it was loaded "
+                "(rebuilt or replaced), so its bytes are not the code this process runs. "
+                "Load the new file (load_module) and pickle that module"
+            )
         data = f.read()
     digest = hashlib.sha256(data).hexdigest()
     return (_rebuild_library, (os.path.basename(value), data, digest, value))
@@ -370,12 +390,16 @@ def _rebuild_system_lib(prefix: Any) -> Any:
     return system_lib(prefix)
 
 
-def _cache_dir() -> str:
+def _cache_root() -> str:
     base = os.environ.get("TVMFFI_CACHE_DIR")
     if not base:
         xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         base = os.path.join(xdg, "tvmffi")
-    return os.path.join(base, "pickled")
+    return base
+
+
+def _cache_dir() -> str:
+    return os.path.join(_cache_root(), "pickled")
 
 
 def _same_file(path: str, digest: str) -> bool:
@@ -386,10 +410,23 @@ def _same_file(path: str, digest: str) -> bool:
         return False
 
 
+def _private_folder(digest: str) -> str:
+    """``<cache>/pickled/<digest>``, every level private to this user (as the build
+    cache's): anyone else who could write there could swap the library between its
+    check and its load. :class:`~tvmffi._build.private.UnsafeCacheError` otherwise."""
+    from ._build.private import make_private_dir
+
+    folder = os.path.join(_cache_dir(), digest)
+    for level in (_cache_root(), _cache_dir(), folder):
+        make_private_dir(level)
+    return folder
+
+
 def _rebuild_library(name: Any, data: Any, digest: Any, origin: Any = None) -> Any:
-    """The library of these bytes: its original path when that file still has them,
-    else a copy written to the cache (``<cache>/pickled/<digest>/<name>``)."""
-    from .module import load_module
+    """The library of these bytes: the module this process already runs from ``origin``
+    when that is the same file, else a private copy (``<cache>/pickled/<digest>/<name>``)."""
+    from ._build.private import check_private, strip_shared_write
+    from .module import _loaded_from, load_module
 
     if not isinstance(name, str) or not _FILE_NAME.match(name):
         raise ValueError(f"a pickled library's file name is malformed: {name!r}")
@@ -401,16 +438,21 @@ def _rebuild_library(name: Any, data: Any, digest: Any, origin: Any = None) -> A
         raise TypeError("a pickled library's contents must be bytes") from None
     if hashlib.sha256(data).hexdigest() != digest:
         raise ValueError("a pickled library's bytes do not match their SHA-256 digest")
-    if isinstance(origin, str) and os.path.isabs(origin) and _same_file(origin, digest):
+    # Only a library mapped in this process is taken from its original path: the
+    # dynamic loader then hands back that mapping without opening the file again.
+    # Any other path could be re-pointed between a check and the load.
+    if isinstance(origin, str) and os.path.isabs(origin) and _loaded_from(origin, digest):
         return load_module(origin)
-    folder = os.path.join(_cache_dir(), digest)
+    folder = _private_folder(digest)
     path = os.path.join(folder, name)
-    if not _same_file(path, digest):
-        os.makedirs(folder, exist_ok=True)
+    if os.path.lexists(path):
+        check_private(path, "library")
+    if os.path.islink(path) or not _same_file(path, digest):
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
+            strip_shared_write(tmp)
             os.replace(tmp, path)  # atomic: a concurrent loader sees all or nothing
         except BaseException:
             with contextlib.suppress(OSError):
@@ -527,6 +569,33 @@ def copies_what_deepcopy_refused(err: BaseException) -> bool:
 
 def deep_copy_graph(obj: Object, memo: Any) -> Any:
     """``copy.deepcopy`` of an object ``ffi.DeepCopy`` refused (it holds a tensor or a
-    function): rebuilt from deep copies of what :func:`reduce_graph` sends."""
+    function): rebuilt from deep copies of what :func:`reduce_graph` sends.
+
+    ``memo`` knows each copied object by its handle (each read of an element is a new
+    wrapper), and a List or Dict is in it before its items are copied: a List holding
+    itself copies into a List holding its copy, as ``ffi.DeepCopy`` does."""
+    if memo is None:
+        memo = {}
+    key = ("tvmffi.handle", obj.__chandle__())
+    if key in memo:
+        return memo[key]
+    type_key = obj.type_key
+    if type_key in ("ffi.List", "ffi.Dict"):
+        from . import container
+
+        if type_key == "ffi.List":
+            items = list(obj)  # type: ignore[call-overload]
+            clone: Any = container.List()
+            memo[key] = clone
+            clone.extend([copy.deepcopy(v, memo) for v in items])
+        else:
+            pairs = list(obj.items())  # type: ignore[attr-defined]
+            clone = container.Dict()
+            memo[key] = clone
+            for k, v in pairs:
+                clone[copy.deepcopy(k, memo)] = copy.deepcopy(v, memo)
+        return clone
     func, args = reduce_graph(obj)
-    return func(*copy.deepcopy(args, memo))
+    result = func(*copy.deepcopy(args, memo))
+    memo[key] = result
+    return result

@@ -23,7 +23,7 @@ from enum import IntEnum
 from os import PathLike
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from . import _core, _function_doc
+from . import _core, _function_doc, _lib, _runtime_guard
 from ._core import Function, Object
 from .function import _cached_global_func
 from .object import _decode_type_schema, _json_object, register_object
@@ -506,7 +506,13 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
         pinned = _load_with_runtime(file_name)
         if keep_module_alive:
             _cached_global_func("ffi.ModuleGlobalsAdd")(pinned)
+        if os.sep in file_name and pinned.__chandle__() not in _SOURCES:
+            # The mapping of the first load: that file's identity, not today's.
+            _note_source(pinned, ("file", os.path.abspath(file_name)), True)
+            _IDENTITIES[pinned.__chandle__()] = _PINNED_IDENTITIES.get(file_name, (-1, -1, -1, -1))
         return pinned
+    if os.sep in file_name:
+        _runtime_guard.check_file(_lib.lib_path(), file_name)  # a second runtime itself
     mod: Module | None = _load_probed(file_name)
     if mod is None:  # the loader would not map it: the checks below name the cause
         if os.sep not in file_name:
@@ -519,7 +525,42 @@ def load_module(path: str | PathLike[str], keep_module_alive: bool = True) -> Mo
         _PINNED.add(file_name)
     if os.sep in file_name:
         _note_source(mod, ("file", os.path.abspath(file_name)), keep_module_alive)
+        if keep_module_alive and mod.__chandle__() in _IDENTITIES:
+            _PINNED_IDENTITIES.setdefault(file_name, _IDENTITIES[mod.__chandle__()])
     return mod
+
+
+def _file_identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells a file from its rebuild: device, inode, size, modification time."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+# The identity of the file each loaded module's library came from (by handle, as
+# _SOURCES): pickle sends the library's bytes only while the file is still that one.
+_IDENTITIES: dict[int, tuple[int, int, int, int]] = {}
+_PINNED_IDENTITIES: dict[str, tuple[int, int, int, int]] = {}  # by _PINNED name
+
+
+def _loaded_identity(mod: Module) -> tuple[int, int, int, int] | None:
+    return _IDENTITIES.get(mod.__chandle__())
+
+
+def _loaded_from(path: str, digest: str) -> bool:
+    """Whether a module this process loaded, and still holds, came from ``path`` with
+    these bytes (its SHA-256 ``digest``), the file unchanged since."""
+    import hashlib
+
+    for handle, (source, keeper) in list(_SOURCES.items()):
+        if source != ("file", path) or (keeper is not None and keeper() is None):
+            continue
+        try:
+            with open(path, "rb") as f:
+                if _file_identity(os.fstat(f.fileno())) != _IDENTITIES.get(handle):
+                    return False
+                return hashlib.sha256(f.read()).hexdigest() == digest
+        except OSError:
+            return False
+    return False
 
 
 # Where each module this process loaded came from (pickle sends a module as its
@@ -533,6 +574,11 @@ _SOURCES: dict[int, tuple[tuple[str, str], Any]] = {}
 
 def _note_source(mod: Module, source: tuple[str, str], pinned: bool) -> None:
     handle = mod.__chandle__()
+    if source[0] == "file" and (handle not in _SOURCES or _SOURCES[handle][0] != source):
+        try:
+            _IDENTITIES[handle] = _file_identity(os.stat(source[1]))
+        except OSError:
+            _IDENTITIES.pop(handle, None)
     if pinned:
         _SOURCES[handle] = (source, None)
         return
@@ -541,6 +587,7 @@ def _note_source(mod: Module, source: tuple[str, str], pinned: bool) -> None:
         entry = _SOURCES.get(handle)
         if entry is not None and entry[1] is _ref:
             del _SOURCES[handle]
+            _IDENTITIES.pop(handle, None)
 
     _SOURCES[handle] = (source, weakref.ref(mod, forget))
 
@@ -581,6 +628,8 @@ def _load_probed(file_name: str) -> Module | None:
         return None
     handle, picked, library_bin = probe
     try:
+        # A library linked to another runtime mapped it: refused before any use.
+        _runtime_guard.check(_lib.lib_path(), RuntimeError, picked or file_name)
         if isinstance(library_bin, bytes):
             # The tree as mapped: what the runtime will walk, even when the path was
             # mapped earlier and the file replaced since (the loader reuses the mapping).

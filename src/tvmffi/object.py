@@ -695,7 +695,12 @@ def _getattr_hook(obj: Object, name: str) -> Any:
 
 def _dir_hook(obj: Object) -> list[str]:
     names = set(object.__dir__(obj))
-    names.update(_attrs_of(obj.type_index))
+    if obj.__chandle__() != 0:
+        names.update(_attrs_of(obj.type_index))
+    else:  # not made yet, or moved from: the attributes of the class's type
+        info = getattr(type(obj), "__tvm_ffi_type_info__", None)
+        if info is not None:
+            names.update(_attrs_of(info.type_index))
     return sorted(names)
 
 

@@ -21,6 +21,7 @@ A :class:`Job` lists what goes in (sources, generated sources, flags, CUBINs);
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -144,10 +145,85 @@ def build(job: Job, build_dir: str, cache_root: str | None = None) -> str:
     if _fresh(stamp, key, checked_out):
         return out
     os.makedirs(build_dir, exist_ok=True)
-    with FileLock(os.path.join(build_dir, "lock")):
+    with _build_lock(os.path.join(build_dir, "lock")):
         if not _fresh(stamp, key, checked_out):
             _build_locked(job, build_dir, out, stamp, key)
     return out
+
+
+# ---- the build lock, and a stale one -------------------------------------------
+# flock(2) is released by the kernel when its holder dies, but not on every file
+# system (network and shared caches: a lock daemon may keep it, and users report
+# builds hanging for ever). The holder writes "<pid> <host>" into the lock file; a
+# waiter that sees the same holder, on this host and no longer alive, for
+# _STALE_AFTER seconds (the holder writes right after taking the lock, so a holder
+# just starting is never taken for a dead one) removes the file: the next attempt
+# locks a new one.
+_STALE_AFTER = 2.0
+_POLL = 0.1
+
+
+def _holder_text() -> bytes:
+    import socket
+
+    return f"{os.getpid()} {socket.gethostname()}\n".encode()
+
+
+def _dead_holder(path: str) -> str | None:
+    """The lock file's holder ("<pid> <host>") when it is a process of this host that
+    no longer exists; ``None`` otherwise (alive, another host, unknown)."""
+    import socket
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(200).strip()
+    except OSError:
+        return None
+    parts = text.split()
+    if len(parts) != 2 or not parts[0].isdigit() or parts[1] != socket.gethostname():
+        return None
+    try:
+        os.kill(int(parts[0]), 0)
+    except ProcessLookupError:
+        return text
+    except OSError:
+        return None  # alive (another user's process)
+    return None
+
+
+@contextmanager
+def _build_lock(path: str) -> Iterator[None]:
+    """Hold ``path``'s :class:`FileLock`, breaking it when its holder died and the
+    file system kept the lock."""
+    import time
+
+    lock = FileLock(path)
+    dead_since: tuple[str, float] | None = None
+    while not lock.acquire():
+        dead = _dead_holder(path)
+        now = time.monotonic()
+        if dead is None:
+            dead_since = None
+        elif dead_since is None or dead_since[0] != dead:
+            dead_since = (dead, now)
+        elif now - dead_since[1] >= _STALE_AFTER:
+            print(
+                f"tvmffi: removing the stale build lock {path} (holder {dead} is gone)",
+                file=sys.stderr,
+            )
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            dead_since = None
+            continue
+        time.sleep(_POLL)
+    try:
+        fd = lock._file_descriptor
+        if fd is not None:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, _holder_text(), 0)
+        yield
+    finally:
+        lock.release()
 
 
 def _fresh(stamp: str, key: str, checked_out: str | None = None) -> bool:
