@@ -24,6 +24,7 @@
  */
 #include "core.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <structmember.h>
 
@@ -63,10 +64,19 @@ static PyObject* qualname_of(KwargsWrapper* w) {
   return PyUnicode_FromString("wrapper");
 }
 
+/* Called with more positional arguments than parameters: the keywords that
+ * named keyword-only parameters are counted in the message, as CPython does. */
 static Py_NO_INLINE void too_many_positional(KwargsWrapper* w, Py_ssize_t given,
-                                             PyObject* const* bound) {
+                                             PyObject* kwnames) {
   Py_ssize_t kwonly_given = 0;
-  for (Py_ssize_t i = w->n_pos; i < Py_SIZE(w); ++i) kwonly_given += bound[i] != NULL;
+  Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    for (Py_ssize_t i = w->n_pos; i < Py_SIZE(w); ++i) {
+      if (PyUnicode_Compare(w->params[i].name, key) == 0) ++kwonly_given;
+    }
+  }
+  PyErr_Clear(); /* a comparison that failed counts as no match */
   Py_ssize_t defcount = w->n_pos - w->n_pos_req;
   PyObject* sig = defcount > 0 ? PyUnicode_FromFormat("from %zd to %zd", w->n_pos_req, w->n_pos)
                                : PyUnicode_FromFormat("%zd", w->n_pos);
@@ -105,8 +115,7 @@ static Py_NO_INLINE int missing(KwargsWrapper* w, PyObject* const* bound, Py_ssi
   PyObject* names = PyList_New(0);
   if (names == NULL) return 1;
   for (Py_ssize_t i = begin; i < end; ++i) {
-    if (bound[i] == NULL && w->params[i].dflt == NULL &&
-        PyList_Append(names, w->params[i].name) < 0) {
+    if (bound[i] == NULL && PyList_Append(names, w->params[i].name) < 0) {
       Py_DECREF(names);
       return 1;
     }
@@ -146,40 +155,45 @@ static inline Py_ssize_t find_param(KwargsWrapper* w, PyObject* key) {
   return -1;
 }
 
-/* Fills the defaults of parameters [begin, end) left unbound, or reports the
- * required ones missing: 0, or -1 with the error set. */
-static inline int fill_defaults(KwargsWrapper* w, PyObject** bound, Py_ssize_t begin,
-                                Py_ssize_t end, const char* kind) {
-  for (Py_ssize_t i = begin; i < end; ++i) {
-    if (bound[i] != NULL) continue;
-    if (w->params[i].dflt == NULL) return -missing(w, bound, i, end, kind);
-    bound[i] = w->params[i].dflt;
-  }
-  return 0;
+/* The first parameter in [begin, end) left unbound (required, not given), or end. */
+static inline Py_ssize_t first_unbound(PyObject* const* bound, Py_ssize_t begin, Py_ssize_t end) {
+  while (begin < end && bound[begin] != NULL) ++begin;
+  return begin;
 }
 
-/* Binds a call's arguments to bound[0..n) (borrowed references): 0, or -1
- * with CPython's TypeError for a def of the same signature. */
+/* Binds a call's arguments to bound[0..n) (borrowed references): the
+ * positional ones, then every other parameter's default (NULL for a required
+ * one), then the keywords over them. 0, or -1 with CPython's TypeError for a
+ * def of the same signature. Plain loops: the tables are short, and the
+ * compiler's vectorized forms (a memset call) cost more than they save. */
 static int bind(KwargsWrapper* w, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
                 PyObject** bound) {
   Py_ssize_t n = Py_SIZE(w);
   Py_ssize_t npos = nargs < w->n_pos ? nargs : w->n_pos;
-  for (Py_ssize_t i = 0; i < npos; ++i) bound[i] = args[i];
-  for (Py_ssize_t i = npos; i < n; ++i) bound[i] = NULL;
+  Py_ssize_t i = 0;
+  for (; i < npos; ++i) bound[i] = args[i];
+  for (; i < n; ++i) bound[i] = w->params[i].dflt;
   Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+  uint64_t by_keyword = 0; /* parameters (the first 64) a keyword named */
   for (Py_ssize_t k = 0; k < nkw; ++k) {
     PyObject* key = PyTuple_GET_ITEM(kwnames, k);
-    Py_ssize_t i = find_param(w, key);
-    if (i < 0) return keyword_error(w, key, "%U() got an unexpected keyword argument '%S'");
-    if (bound[i] != NULL) return keyword_error(w, key, "%U() got multiple values for argument '%S'");
-    bound[i] = args[nargs + k];
+    Py_ssize_t j = find_param(w, key);
+    if (j < 0) return keyword_error(w, key, "%U() got an unexpected keyword argument '%S'");
+    uint64_t bit = j < 64 ? (uint64_t)1 << j : 0;
+    if (j < npos || (by_keyword & bit)) {
+      return keyword_error(w, key, "%U() got multiple values for argument '%S'");
+    }
+    by_keyword |= bit;
+    bound[j] = args[nargs + k];
   }
   if (nargs > w->n_pos) {
-    too_many_positional(w, nargs, bound);
+    too_many_positional(w, nargs, kwnames);
     return -1;
   }
-  if (fill_defaults(w, bound, npos, w->n_pos, "positional") < 0) return -1;
-  return fill_defaults(w, bound, w->n_pos, n, "keyword-only");
+  Py_ssize_t hole = first_unbound(bound, npos, n);
+  if (hole == n) return 0;
+  if (hole < w->n_pos) return -missing(w, bound, hole, w->n_pos, "positional");
+  return -missing(w, bound, hole, n, "keyword-only");
 }
 
 /* The map_dataclass_to_tuple values, unpacked in place (new references, which
@@ -205,6 +219,16 @@ static void release_unpacked(KwargsWrapper* w, PyObject** bound) {
   }
 }
 
+/* A tvmffi Function is called through its own call slot (no generic
+ * dispatch, no result check: the call path sets errors itself); a subclass,
+ * whose __call__ may be Python code, and any other callable by vectorcall. */
+static inline PyObject* call_positional(PyObject* callee, PyObject* const* args, size_t nargsf) {
+  if (Py_TYPE(callee) == &TVMFFIFunctionType) {
+    return ((TVMFFIPyFunction*)callee)->vectorcall(callee, args, nargsf, NULL);
+  }
+  return PyObject_Vectorcall(callee, args, nargsf, NULL);
+}
+
 /* Binds and calls `callee` with every value positional. */
 static PyObject* bind_and_call(KwargsWrapper* w, PyObject* callee, PyObject* const* args,
                                Py_ssize_t nargs, PyObject* kwnames) {
@@ -218,7 +242,7 @@ static PyObject* bind_and_call(KwargsWrapper* w, PyObject* callee, PyObject* con
   PyObject** bound = buf + 1; /* bound[-1] is the callee's to use */
   PyObject* res = NULL;
   if (bind(w, args, nargs, kwnames, bound) == 0 && (!w->any_unpack || unpack_bound(w, bound) == 0)) {
-    res = PyObject_Vectorcall(callee, bound, (size_t)n | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    res = call_positional(callee, bound, (size_t)n | PY_VECTORCALL_ARGUMENTS_OFFSET);
     if (w->any_unpack) release_unpacked(w, bound);
   }
   if (buf != stack) PyMem_Free(buf);
@@ -237,7 +261,7 @@ static PyObject* wrapper_vectorcall(PyObject* self, PyObject* const* args, size_
    * they came (the caller's offset slot too). */
   if ((kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) && nargs == Py_SIZE(w) &&
       nargs == w->n_pos && !w->any_unpack) {
-    return PyObject_Vectorcall(w->target, args, nargsf, NULL);
+    return call_positional(w->target, args, nargsf);
   }
   return bind_and_call(w, w->target, args, nargs, kwnames);
 }
