@@ -38,6 +38,9 @@
  *   library_probe.c a library's embedded module tree validated before the runtime loads it
  *   library_pin.c   a library whose loading registered globals is never unloaded
  *   stack.c         the C stack left to the calling thread (graph guard, callbacks)
+ *   kwargs_binder.c keyword binding in C: kwargs_wrapper's wrappers, keyword calls
+ *                   of FFI functions whose metadata names their parameters
+ *   dataclass_unpack.c dataclass values to tuples, by a plan per type
  */
 #ifndef TVMFFI_CORE_H_
 #define TVMFFI_CORE_H_
@@ -636,6 +639,17 @@ int tvmffi_get_global(const char* name, TVMFFIObjectHandle* out);
 /* Call a cached runtime global function (e.g. "ffi.Array") with AnyView args. */
 int tvmffi_call_global_any(const char* name, TVMFFIObjectHandle* cache, TVMFFIAny* args,
                            int32_t nargs, TVMFFIAny* result);
+
+/* ---- kwargs_binder.c: keyword binding --------------------------------------- */
+int tvmffi_kwargs_binder_init(PyObject* module);
+/* A Function called with keywords (function.c): bound by the names its
+ * metadata gives, else refused as the official binding refuses it. */
+PyObject* tvmffi_function_call_kw(PyObject* func, PyObject* const* args, size_t nargsf,
+                                  PyObject* kwnames);
+/* ---- dataclass_unpack.c: dataclass values to tuples -------------------------- */
+int tvmffi_dataclass_unpack_init(PyObject* module);
+/* unpack_dataclass_to_tuple(v): new reference, or NULL with an error. */
+PyObject* tvmffi_unpack_dataclass(PyObject* v);
 
 /* ---- cfunction.c: Function.__from_extern_c__ / __from_mlir_packed_safe_call__ ---- */
 PyObject* tvmffi_function_from_extern_c(PyObject* cls, PyObject* args, PyObject* kwargs);

@@ -355,9 +355,8 @@ static inline PyObject* call_by_arity(TVMFFIPyFunction* self, PyObject* const* a
 static PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
                                      PyObject* kwnames) {
   TVMFFIPyFunction* self = (TVMFFIPyFunction*)callable;
-  if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
-    PyErr_SetString(PyExc_TypeError, "TVM FFI functions take positional arguments only");
-    return NULL;
+  if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) { /* bound by name (kwargs_binder.c) */
+    return tvmffi_function_call_kw(callable, args, nargsf, kwnames);
   }
   if (self->safe_call == NULL || self->base.handle == NULL) return no_function_error(callable);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);

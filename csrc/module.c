@@ -91,7 +91,8 @@ PyMODINIT_FUNC PyInit__core(void) {
       tvmffi_tensor_init_types(m) < 0 || tvmffi_stream_init(m) < 0 ||
       tvmffi_cany_init(m) < 0 || tvmffi_type_plan_init(m) < 0 || tvmffi_teardown_init(m) < 0 ||
       tvmffi_library_probe_init(m) < 0 || tvmffi_library_pin_init() < 0 ||
-      tvmffi_interop_init() < 0 ||
+      tvmffi_interop_init() < 0 || tvmffi_kwargs_binder_init(m) < 0 ||
+      tvmffi_dataclass_unpack_init(m) < 0 ||
       register_env_symbols() < 0) {
     Py_DECREF(m);
     return NULL;

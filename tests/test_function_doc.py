@@ -107,12 +107,33 @@ def test_codegen_function_uses_parameter_names() -> None:
         doc="x *= alpha",
     )
     scale = codegen.inline(sig, "for (int64_t i = 0; i < n; ++i) x[i] *= alpha;")
-    assert str(inspect.signature(scale)) == "(x: Tensor, alpha: float, /) -> None"
+    # Named parameters: positional or keyword (bound in C, csrc/kwargs_binder.c).
+    assert str(inspect.signature(scale)) == "(x: Tensor, alpha: float) -> None"
     assert "Tensor([n], float32)" in scale.__doc__
     assert scale.__doc__.endswith("x *= alpha")
     x = np.ones(3, np.float32)
     scale(x, 2.0)
     assert x.tolist() == [2.0, 2.0, 2.0]
+    scale(alpha=0.5, x=x)
+    scale(x, alpha=3.0)
+    assert x.tolist() == [3.0, 3.0, 3.0]
+    with pytest.raises(TypeError, match=r"^scale\(\) missing 1 required positional argument: 'alpha'$"):
+        scale(x=x)
+    with pytest.raises(TypeError, match=r"^scale\(\) got an unexpected keyword argument 'beta'$"):
+        scale(x, beta=1.0)
+    with pytest.raises(TypeError, match=r"^scale\(\) got multiple values for argument 'x'$"):
+        scale(x, 1.0, x=x)
+    with pytest.raises(TypeError, match=r"^scale\(\) got multiple values for argument 'alpha'$"):
+        scale(x, 1.0, 2.0, alpha=1.0)  # keywords are bound first, as in a def
+
+
+def test_unnamed_functions_refuse_keywords_as_officially() -> None:
+    add_one = tvmffi.get_global_func("testing.add_one")
+    with pytest.raises(TypeError, match=r"^__call__\(\) got an unexpected keyword argument 'x'$"):
+        add_one(x=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'y'"):
+        add_one(1, y=2)  # the answer is cached: the same again
+    assert add_one(1) == 2
 
 
 def test_module_function_notes_do_not_keep_functions_alive() -> None:

@@ -21,6 +21,7 @@ Origins are found as follows:
 from __future__ import annotations
 
 import inspect
+import keyword
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -33,7 +34,7 @@ from .function import (
 )
 from .type_schema import TypeSchema
 
-__all__ = ["describe", "note_method", "note_module_functions"]
+__all__ = ["describe", "kwargs_binder", "note_method", "note_module_functions"]
 
 _ATTRS = ("__name__", "__qualname__", "__doc__", "__signature__")
 
@@ -202,6 +203,21 @@ def _annotation(schema: TypeSchema, is_input: bool) -> Any:
 
 def _param_names(meta: dict[str, Any], count: int) -> list[str]:
     """Parameter names from metadata where it has them (codegen), else ``arg0``..."""
+    names = _named_params(meta, count)
+    return names if names is not None else [f"arg{i}" for i in range(count)]
+
+
+def _usable_names(names: list[Any], count: int) -> bool:
+    return (
+        len(names) == count
+        and len(set(names)) == count
+        and all(isinstance(n, str) and n.isidentifier() and not keyword.iskeyword(n) for n in names)
+    )
+
+
+def _named_params(meta: dict[str, Any], count: int) -> list[str] | None:
+    """The ``count`` parameter names the metadata gives (codegen's ``params``, or
+    ``arg_names``), or ``None`` when it names none (or names them unusably)."""
     params = meta.get("params")
     if isinstance(params, list):
         names = [
@@ -211,16 +227,12 @@ def _param_names(meta: dict[str, Any], count: int) -> list[str]:
             and p.get("kind") != "env_stream"
             and isinstance(p.get("name"), str)
         ]
-        if len(names) == count and all(n.isidentifier() for n in names):
+        if _usable_names(names, count):
             return names
     arg_names = meta.get("arg_names")
-    if (
-        isinstance(arg_names, list)
-        and len(arg_names) == count
-        and all(isinstance(n, str) and n.isidentifier() for n in arg_names)
-    ):
+    if isinstance(arg_names, list) and _usable_names(arg_names, count):
         return list(arg_names)
-    return [f"arg{i}" for i in range(count)]
+    return None
 
 
 def _signature(meta: dict[str, Any], self_param: bool) -> inspect.Signature | None:
@@ -233,7 +245,8 @@ def _signature(meta: dict[str, Any], self_param: bool) -> inspect.Signature | No
         return None
 
 
-def _schema_signature(meta: dict[str, Any], self_param: bool) -> inspect.Signature | None:
+def _callable_schema(meta: dict[str, Any]) -> tuple[list[TypeSchema], TypeSchema] | None:
+    """The parameter and return schemas of the metadata's ``type_schema``, if it has one."""
     raw = meta.get("type_schema")
     if isinstance(raw, str):
         try:
@@ -247,16 +260,29 @@ def _schema_signature(meta: dict[str, Any], self_param: bool) -> inspect.Signatu
     named = schema.named_args
     if schema.origin != "Callable" or not named or "params" not in named:
         return None
-    params = list(named["params"])
-    names = _param_names(meta, len(params))
+    return list(named["params"]), named["return"][0]
+
+
+def _schema_signature(meta: dict[str, Any], self_param: bool) -> inspect.Signature | None:
+    found = _callable_schema(meta)
+    if found is None:
+        return None
+    params, ret_schema = found
+    named = _named_params(meta, len(params))
+    names = named if named is not None else [f"arg{i}" for i in range(len(params))]
     if self_param and params:
         names[0] = "self"
-    kind = inspect.Parameter.POSITIONAL_ONLY
+    # Parameters the metadata names are bound by name too (kwargs_binder below).
+    kind = (
+        inspect.Parameter.POSITIONAL_ONLY
+        if named is None
+        else inspect.Parameter.POSITIONAL_OR_KEYWORD
+    )
     parameters = [
         inspect.Parameter(n, kind, annotation=_annotation(p, True))
         for n, p in zip(names, params, strict=True)
     ]
-    ret = _annotation(named["return"][0], False)
+    ret = _annotation(ret_schema, False)
     return inspect.Signature(parameters, return_annotation=ret)
 
 
@@ -301,3 +327,48 @@ def describe(func: Any, attr: str) -> Any:
     for key in _ATTRS:
         d.setdefault(key, values[key])
     return d[attr]
+
+
+# The instance-dict key of a function's keyword table (csrc/kwargs_binder.c reads it).
+_BINDER_KEY = "__tvmffi_kwargs_binder__"
+
+
+def _binder_names(func: Any) -> tuple[list[str], str] | None:
+    origin = _origin(func)
+    if origin is None:
+        return None
+    _doc, meta = origin.fetch()
+    try:
+        found = _callable_schema(meta)
+    except Exception:  # a malformed schema names nothing
+        return None
+    count = len(found[0]) if found is not None else None
+    if count is None:  # no schema: the names alone, when the metadata has them
+        listed = meta.get("arg_names")
+        count = len(listed) if isinstance(listed, list) else -1
+    names = _named_params(meta, count)
+    if names is None:
+        return None
+    if origin.self_param and names:
+        names[0] = "self"
+    return names, origin.qualname
+
+
+def kwargs_binder(func: Any) -> Any:
+    """The keyword table of ``func`` (a ``KwargsWrapper`` without target), or ``None``
+    when its metadata names no parameters; cached in its instance dict.
+
+    ``csrc/kwargs_binder.c`` asks on a function's first call with keywords: the
+    parameters the metadata names (codegen's ``params``, or ``arg_names``) are then
+    bound by name, every one required, with Python's errors naming the function.
+    """
+    from ._core import KwargsWrapper
+
+    found = _binder_names(func)
+    binder = None
+    if found is not None:
+        names, qualname = found
+        binder = KwargsWrapper(None, tuple(names), len(names), {}, ())
+        binder.__qualname__ = qualname
+    func.__dict__[_BINDER_KEY] = binder
+    return binder

@@ -1,107 +1,161 @@
-"""Keyword-argument front ends for functions that take positional arguments only.
+"""Keyword arguments for callables that take positional arguments only.
 
-FFI functions take positional arguments; :func:`make_kwargs_wrapper` builds a
-Python function with a real signature (names, defaults, keyword-only
-parameters) that binds its arguments and calls the target positionally. The
-wrapper is generated source compiled once, so a call costs what a hand-written
-forwarding function costs. Names are validated before any code is generated,
-and default values never appear in the source: ``None``, ``True`` and
-``False`` are written literally, every other default is looked up at call
-time behind a private sentinel.
+:func:`make_kwargs_wrapper` describes the parameters a wrapper should accept (names,
+defaults, keyword-only ones, those whose dataclass values become tuples) and returns a
+C callable (``tvmffi.core.KwargsWrapper``, ``csrc/kwargs_binder.c``) that binds each
+call to that table the way Python binds a ``def``'s parameters, with the same errors,
+and calls the target with every value positional. Nothing is generated or executed:
+defaults are held as values, never written into source. Calling a
+:class:`tvmffi.Function` target goes from the wrapper straight to the FFI call.
+
+The wrapper takes the prototype's ``__name__``, ``__qualname__``, ``__doc__``,
+``__module__``, ``__annotations__`` and ``__wrapped__`` (as ``functools.wraps`` gives
+them), reports its own parameters to :func:`inspect.signature` (their real defaults,
+the prototype's annotations), binds as a method when stored in a class, and pickles
+when its target does.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import inspect
 import keyword
+import pickle
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["make_kwargs_wrapper", "make_kwargs_wrapper_from_signature"]
+from .._core import KwargsWrapper
+from ..core import MISSING
 
-_TARGET = "__i_target_func"
-_MISSING_NAME = "__i_MISSING"
-_DEFAULTS = "__i_arg_defaults"
-_UNPACK = "__i_unpack"
-_RESERVED = frozenset({_TARGET, _MISSING_NAME, _DEFAULTS, _UNPACK})
+__all__ = ["MISSING", "make_kwargs_wrapper", "make_kwargs_wrapper_from_signature"]
 
-
-class _Missing:
-    """The sentinel standing for "argument not given" in generated wrappers."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "MISSING"
+# Names the official wrapper reserves for itself; refused here too, so that a
+# signature accepted by one binding is accepted by the other.
+_RESERVED = frozenset({"__i_target_func", "__i_MISSING", "__i_unpack"})
 
 
-_MISSING = _Missing()
+def _check_unique(names: list[Any], what: str) -> None:
+    seen: set[Any] = set()
+    for name in names:
+        try:
+            if name in seen:
+                raise ValueError(f"Duplicate {what} names found in: {names!r}")
+            seen.add(name)
+        except TypeError:  # an unhashable name: reported by _check_name
+            continue
 
 
-def _unpack(value: Any) -> Any:
-    """A dataclass instance as a tuple of its fields, recursively (lists, tuples, dict values)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return tuple(_unpack(getattr(value, f.name)) for f in dataclasses.fields(value))
-    if isinstance(value, (list, tuple)):
-        return type(value)(_unpack(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _unpack(v) for k, v in value.items()}
-    return value
-
-
-def _name_error(name: Any) -> Exception | None:
-    """Why ``name`` cannot be a parameter of the generated wrapper (``None``: it can)."""
+def _check_name(name: Any, what: str) -> None:
     if not isinstance(name, str):
-        return TypeError(f"Argument name must be a string, got {type(name).__name__}: {name!r}")
+        raise TypeError(
+            f"{what[0].upper()}{what[1:]} name must be a string, got {type(name).__name__}: "
+            f"{name!r}"
+        )
     if not name.isidentifier():
-        return ValueError(f"{name!r} is not a valid Python identifier")
+        raise ValueError(f"Invalid {what} name: {name!r} is not a valid Python identifier")
     if keyword.iskeyword(name):
-        return ValueError(f"{name!r} is a Python keyword and cannot be used as a parameter name")
-    return None
+        raise ValueError(
+            f"Invalid {what} name: {name!r} is a Python keyword and cannot be used as a "
+            "parameter name"
+        )
 
 
-def _check_names(names: list[str], what: str) -> None:
-    """Refuse repeated names, then the first name that cannot be a parameter."""
-    if len(set(names)) != len(names):
-        raise ValueError(f"Duplicate {what} names found in: {names}")
-    problem = next(filter(None, map(_name_error, names)), None)
-    if problem is not None:
-        raise problem
+def _check_table(
+    arg_names: list[str],
+    arg_defaults: Any,
+    kwonly_names: list[str],
+    kwonly_defaults: dict[str, Any],
+) -> None:
+    """Refuse a parameter table no ``def`` could have, in the official binding's order."""
+    _check_unique(arg_names, "argument")
+    _check_unique(kwonly_names, "keyword-only argument")
+    for name in arg_names:
+        _check_name(name, "argument")
+    for name in kwonly_names:
+        _check_name(name, "keyword-only argument")
+    if not isinstance(arg_defaults, tuple):
+        raise TypeError(f"arg_defaults must be a tuple, got {type(arg_defaults).__name__}")
+    if len(arg_defaults) > len(arg_names):
+        raise ValueError(
+            f"arg_defaults has {len(arg_defaults)} values but only {len(arg_names)} "
+            "positional arguments"
+        )
+    for key in kwonly_defaults:
+        if key not in kwonly_names:
+            raise ValueError(
+                f"Default provided for '{key}' which is not in kwonly_names: {kwonly_names!r}"
+            )
+    both = set(arg_names) & set(kwonly_names)
+    if both:
+        raise ValueError(f"Arguments cannot be both positional and keyword-only: {both!r}")
+    reserved = _RESERVED.intersection([*arg_names, *kwonly_names])
+    if reserved:
+        raise ValueError(
+            f"Argument names conflict with internal names: {reserved!r}. "
+            'Please avoid using names starting with "__i_"'
+        )
 
 
-def _validate(
+def _annotations_of(prototype: Any) -> tuple[dict[str, Any], Any]:
+    """Per-parameter annotations and the return annotation the prototype declares."""
+    try:
+        sig = inspect.signature(prototype)
+    except (TypeError, ValueError):
+        return {}, inspect.Signature.empty
+    notes = {p.name: p.annotation for p in sig.parameters.values()}
+    return notes, sig.return_annotation
+
+
+def _signature_of(wrapper: Any, source: inspect.Signature | None, prototype: Any) -> Any:
+    """The signature the wrapper binds by: its own parameters and real defaults, the
+    annotations of ``source`` (a signature given) or of the prototype."""
+    _, names, n_pos, defaults, _ = wrapper._table
+    if source is not None:
+        notes = {p.name: p.annotation for p in source.parameters.values()}
+        ret = source.return_annotation
+    elif prototype is not None:
+        notes, ret = _annotations_of(prototype)
+    else:
+        notes, ret = {}, inspect.Signature.empty
+    params = []
+    for i, name in enumerate(names):
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if i < n_pos else inspect.Parameter.KEYWORD_ONLY
+        params.append(
+            inspect.Parameter(
+                name,
+                kind,
+                default=defaults.get(name, inspect.Parameter.empty),
+                annotation=notes.get(name, inspect.Parameter.empty),
+            )
+        )
+    return inspect.Signature(params, return_annotation=ret)
+
+
+def _build(
+    target_func: Callable[..., Any],
     arg_names: list[str],
     arg_defaults: tuple[Any, ...],
     kwonly_names: list[str],
     kwonly_defaults: dict[str, Any],
-) -> None:
-    _check_names(arg_names, "argument")
-    _check_names(kwonly_names, "keyword-only argument")
-    if not isinstance(arg_defaults, tuple):
-        raise TypeError(f"arg_defaults must be a tuple, got {type(arg_defaults).__name__}")
-    positional, kwonly = set(arg_names), set(kwonly_names)
-    both, unknown = sorted(positional & kwonly), sorted(set(kwonly_defaults) - kwonly)
-    reserved = sorted((positional | kwonly) & _RESERVED)
-    counts = f"arg_defaults has {len(arg_defaults)} values but only {len(arg_names)}"
-    for wrong, message in (
-        (len(arg_defaults) > len(arg_names), f"{counts} positional arguments"),
-        (both, f"Arguments cannot be both positional and keyword-only: {both}"),
-        (unknown, f"kwonly_defaults keys {unknown} not in kwonly_names"),
-        (reserved, f"Argument names {reserved} conflict with internal names"),
-    ):
-        if wrong:
-            raise ValueError(message)
-
-
-def _param(name: str, has_default: bool, default: Any, body: list[str]) -> str:
-    """One parameter of the generated signature; adds default resolution to ``body``."""
-    if not has_default:
-        return name
-    if default is None or isinstance(default, bool):
-        return f"{name}={default!r}"
-    body.append(f"    if {name} is {_MISSING_NAME}: {name} = {_DEFAULTS}[{name!r}]")
-    return f"{name}={_MISSING_NAME}"
+    prototype: Callable[..., Any] | None,
+    map_dataclass_to_tuple: Iterable[str] | None,
+    source: inspect.Signature | None,
+) -> Callable[..., Any]:
+    names = tuple(arg_names) + tuple(kwonly_names)
+    defaults = dict(zip(arg_names[len(arg_names) - len(arg_defaults) :], arg_defaults, strict=True))
+    defaults.update(kwonly_defaults)
+    unpack = tuple(n for n in (map_dataclass_to_tuple or ()) if n in names)
+    wrapper = KwargsWrapper(target_func, names, len(arg_names), defaults, unpack)
+    if prototype is not None:
+        functools.update_wrapper(wrapper, prototype)
+    else:  # what a def named ``wrapper`` reports
+        wrapper.__name__ = wrapper.__qualname__ = "wrapper"
+        wrapper.__doc__ = None
+        wrapper.__module__ = None
+        wrapper.__annotations__ = {}
+    wrapper.__signature__ = _signature_of(wrapper, source, prototype)
+    result: Callable[..., Any] = wrapper
+    return result
 
 
 def make_kwargs_wrapper(
@@ -113,62 +167,69 @@ def make_kwargs_wrapper(
     prototype: Callable[..., Any] | None = None,
     map_dataclass_to_tuple: list[str] | None = None,
 ) -> Callable[..., Any]:
-    """A ``wrapper(arg_names..., *, kwonly_names...)`` that calls ``target_func`` positionally.
+    """Create a wrapper with kwargs support for a function that only accepts positional arguments.
 
-    ``arg_defaults`` are the defaults of the last positional parameters
-    (right-aligned, as ``__defaults__``); ``kwonly_defaults`` those of
-    keyword-only parameters (the others are required). ``target_func`` is
-    called with all positional arguments, then all keyword-only ones, in
-    order. With ``prototype`` the wrapper takes its ``__name__``, ``__doc__``,
-    ``__module__``, ``__qualname__`` and ``__annotations__``. Arguments named in
-    ``map_dataclass_to_tuple`` are passed as tuples of their dataclass fields
-    (nested dataclasses, list/tuple items and dict values recursively).
+    The wrapper accepts ``arg_names`` positionally or by keyword and ``kwonly_names`` by
+    keyword only, fills in the defaults, and calls ``target_func`` with every value
+    positional, in the order ``arg_names`` then ``kwonly_names``. Binding is done in C
+    from a table built here once; the errors of a bad call are Python's for a ``def``
+    of the same signature (missing, unexpected or duplicate arguments name the
+    parameter).
+
+    Parameters
+    ----------
+    target_func
+        The callable the wrapper calls, with positional arguments only.
+    arg_names
+        The names of all positional parameters, in order. Must not overlap with
+        ``kwonly_names``.
+    arg_defaults
+        Default values of the last ``len(arg_defaults)`` positional parameters
+        (right-aligned, as a function's ``__defaults__``). A tuple.
+    kwonly_names
+        Names of the keyword-only parameters; those without an entry in
+        ``kwonly_defaults`` are required.
+    kwonly_defaults
+        Default values of keyword-only parameters, by name (a subset of
+        ``kwonly_names``).
+    prototype
+        A function whose ``__name__``, ``__qualname__``, ``__doc__``, ``__module__`` and
+        ``__annotations__`` the wrapper takes (with ``__wrapped__`` set to it).
+    map_dataclass_to_tuple
+        Names of parameters whose values are converted by
+        :func:`~tvmffi.utils.unpack_dataclass.unpack_dataclass_to_tuple` before the
+        call: dataclass instances become tuples of their fields (nested dataclasses
+        recursively, by the fields' annotations), lists and tuples are rebuilt element
+        by element, dicts on their values; other values pass unchanged (not copied).
+
+    Returns
+    -------
+        The wrapper, a ``tvmffi.core.KwargsWrapper``.
+
+    Examples
+    --------
+    >>> from tvmffi.utils.kwargs_wrapper import make_kwargs_wrapper
+    >>> w = make_kwargs_wrapper(lambda *a: a, ["x", "y"], (10,), ["scale"], {"scale": 2})
+    >>> w(1)
+    (1, 10, 2)
+    >>> w(1, scale=3, y=4)
+    (1, 4, 3)
+
     """
-    kwonly_names = list(kwonly_names or [])
-    kwonly_defaults = dict(kwonly_defaults or {})
-    arg_names = list(arg_names)
-    _validate(arg_names, arg_defaults, kwonly_names, kwonly_defaults)
-    to_tuple = set(map_dataclass_to_tuple or ())
-
-    defaults: dict[str, Any] = {}
-    body: list[str] = []
-    params: list[str] = []
-    first_default = len(arg_names) - len(arg_defaults)
-    for i, name in enumerate(arg_names):
-        has = i >= first_default
-        if has:
-            defaults[name] = arg_defaults[i - first_default]
-        params.append(_param(name, has, defaults.get(name), body))
-    if kwonly_names:
-        params.append("*")
-        for name in kwonly_names:
-            has = name in kwonly_defaults
-            if has:
-                defaults[name] = kwonly_defaults[name]
-            params.append(_param(name, has, defaults.get(name), body))
-    call_args = [f"{_UNPACK}({n})" if n in to_tuple else n for n in (*arg_names, *kwonly_names)]
-    source = "\n".join(
-        [
-            f"def wrapper({', '.join(params)}):",
-            *body,
-            f"    return {_TARGET}({', '.join(call_args)})",
-        ]
+    kw_names = list(kwonly_names) if kwonly_names is not None else []
+    kw_defaults = dict(kwonly_defaults) if kwonly_defaults is not None else {}
+    names = list(arg_names)
+    _check_table(names, arg_defaults, kw_names, kw_defaults)
+    return _build(
+        target_func,
+        names,
+        arg_defaults,
+        kw_names,
+        kw_defaults,
+        prototype,
+        map_dataclass_to_tuple,
+        None,
     )
-    namespace: dict[str, Any] = {
-        _TARGET: target_func,
-        _MISSING_NAME: _MISSING,
-        _DEFAULTS: defaults,
-        _UNPACK: _unpack,
-    }
-    exec(
-        compile(source, "<kwargs_wrapper>", "exec"), namespace
-    )  # names validated above; defaults stay out of the source
-    wrapper: Callable[..., Any] = namespace["wrapper"]
-    if prototype is not None:
-        for attr in ("__name__", "__doc__", "__module__", "__qualname__", "__annotations__"):
-            if hasattr(prototype, attr):
-                setattr(wrapper, attr, getattr(prototype, attr))
-    return wrapper
 
 
 def make_kwargs_wrapper_from_signature(
@@ -178,38 +239,59 @@ def make_kwargs_wrapper_from_signature(
     exclude_arg_names: Iterable[str] | None = None,
     map_dataclass_to_tuple: list[str] | None = None,
 ) -> Callable[..., Any]:
-    """:func:`make_kwargs_wrapper` with the parameters of ``signature``.
+    """Create a wrapper with kwargs support for a function that only accepts positional arguments.
 
-    Parameters named in ``exclude_arg_names`` are left out (names the
-    signature lacks are ignored). ``*args`` and ``**kwargs`` raise
-    ``ValueError``.
+    The parameters are those of ``signature`` (positional-only ones become
+    positional-or-keyword), less the names in ``exclude_arg_names`` (names it does not
+    have are ignored); see :func:`make_kwargs_wrapper` for the rest.
+
+    Parameters
+    ----------
+    target_func
+        The callable the wrapper calls, with positional arguments only.
+    signature
+        The parameters the wrapper accepts (an :class:`inspect.Signature`).
+    prototype
+        A function whose metadata the wrapper takes (see :func:`make_kwargs_wrapper`).
+    exclude_arg_names
+        Names of parameters of ``signature`` the wrapper leaves out.
+    map_dataclass_to_tuple
+        Names of parameters whose dataclass values become tuples (see
+        :func:`make_kwargs_wrapper`).
+
+    Returns
+    -------
+        The wrapper, a ``tvmffi.core.KwargsWrapper``.
+
+    Raises
+    ------
+    ValueError
+        If the signature has a ``*args`` or ``**kwargs`` parameter.
+
     """
-    excluded = set(exclude_arg_names or ())
+    excluded = set(exclude_arg_names) if exclude_arg_names is not None else set()
     arg_names: list[str] = []
     arg_defaults: list[Any] = []
     kwonly_names: list[str] = []
     kwonly_defaults: dict[str, Any] = {}
-    for name, param in signature.parameters.items():
-        if param.kind is inspect.Parameter.VAR_POSITIONAL:
-            raise ValueError("*args not supported in wrapper generation")
-        if param.kind is inspect.Parameter.VAR_KEYWORD:
-            raise ValueError("**kwargs not supported in wrapper generation")
-        if name in excluded:
+    for param in signature.parameters.values():
+        if param.name in excluded:
             continue
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            raise ValueError(f"*args not supported in the wrapped signature (*{param.name})")
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            raise ValueError(f"**kwargs not supported in the wrapped signature (**{param.name})")
         has_default = param.default is not inspect.Parameter.empty
         if param.kind is inspect.Parameter.KEYWORD_ONLY:
-            kwonly_names.append(name)
+            kwonly_names.append(param.name)
             if has_default:
-                kwonly_defaults[name] = param.default
-            continue
-        arg_names.append(name)
-        if has_default:
-            arg_defaults.append(param.default)
-        elif arg_defaults:
-            raise ValueError(
-                f"Required positional parameter {name!r} cannot follow parameters with defaults"
-            )
-    return make_kwargs_wrapper(
+                kwonly_defaults[param.name] = param.default
+        else:
+            arg_names.append(param.name)
+            if has_default:
+                arg_defaults.append(param.default)
+    _check_table(arg_names, tuple(arg_defaults), kwonly_names, kwonly_defaults)
+    return _build(
         target_func,
         arg_names,
         tuple(arg_defaults),
@@ -217,8 +299,30 @@ def make_kwargs_wrapper_from_signature(
         kwonly_defaults,
         prototype,
         map_dataclass_to_tuple,
+        signature,
     )
 
 
-#: The "argument not given" sentinel under the official module's name.
-MISSING = _MISSING
+def _picklable(value: Any) -> bool:
+    try:
+        pickle.dumps(value)
+    except Exception:  # any failure: the value stays behind
+        return False
+    return True
+
+
+def _reduce_wrapper(wrapper: Any) -> tuple[Any, ...]:
+    """``KwargsWrapper.__reduce__``: the table (the target must pickle) and the attributes
+    that pickle (a prototype defined in a function, say, is left out)."""
+    target = wrapper._table[0]
+    if target is None:
+        raise TypeError("cannot pickle a Function's own parameter table")
+    state = {k: v for k, v in wrapper.__dict__.items() if _picklable(v)}
+    return (_rebuild_wrapper, wrapper._table, state)
+
+
+def _rebuild_wrapper(
+    target: Any, names: tuple[str, ...], n_pos: int, defaults: dict[str, Any], unpack: list[str]
+) -> Any:
+    """The inverse of :func:`_reduce_wrapper` (its state is set by pickle afterwards)."""
+    return KwargsWrapper(target, names, n_pos, defaults, tuple(unpack))
