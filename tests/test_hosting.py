@@ -44,9 +44,13 @@ def ok(proc: subprocess.CompletedProcess[str]) -> str:
 # ---- the switch -----------------------------------------------------------------------
 NO_OFFICIAL_CODE = """
     import os, sys
+    from tvmffi._lib import _package_dir
+    # Under the official package's own directory: a path segment named tvm_ffi elsewhere
+    # (a clone folder) is not official code.
+    official_dir = os.path.realpath(_package_dir()) + os.sep
     official = [m.__file__ for m in list(sys.modules.values())
                 if (getattr(m, "__file__", None) or "").endswith(".py")
-                and os.sep + "tvm_ffi" + os.sep in m.__file__]
+                and os.path.realpath(m.__file__).startswith(official_dir)]
     assert not official, official
 """
 
