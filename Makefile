@@ -1,12 +1,13 @@
-# Two entry points: `make demo` (tvmffi + NumPy, runs the quickstart) and `make test`
-# (everything the tests need, then the whole suite). Everything installs into .venv.
+# Entry points: `make demo` (tvmffi + NumPy, runs the quickstart), `make test`
+# (everything the tests need, then the whole suite) and `make test-fast` (the same minus
+# the tests marked slow). Everything installs into .venv.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 SOURCES := $(wildcard csrc/*.c csrc/*.h csrc/*/*.c csrc/*/*.h src/*.pth src/tvmffi/*.py src/tvmffi/*/*.py src/tvmffi/*/*/*.py) setup.py pyproject.toml
 
-.PHONY: demo test bench soak lint install clean wheel sdist test-pythons docs
+.PHONY: demo test test-fast bench soak lint install clean wheel sdist test-pythons docs
 
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)
@@ -47,10 +48,16 @@ demo: $(VENV)/.installed $(VENV)/.demo-deps
 
 # The suite includes the documentation's code blocks (tests/test_docs.py), every
 # example (tests/test_examples.py) and a wheel built, repaired and installed into a
-# fresh venv outside the tree (tests/test_wheel.py, marked slow; TVMFFI_SKIP_WHEEL=1
-# leaves it out).
+# fresh venv outside the tree (tests/test_wheel.py; TVMFFI_SKIP_WHEEL=1 leaves it out).
+# Progress is shown per file; the 15 slowest tests are listed at the end. Builds go to
+# a temporary cache (tests/conftest.py), never ~/.cache.
 test: $(VENV)/.installed $(VENV)/.test-deps
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest --durations=15 tests
+
+# The suite minus the tests marked slow (wheel builds, Ray, DDP, TVM compiles, CuTe DSL,
+# hosted clients): a few minutes on two cores.
+test-fast: $(VENV)/.installed $(VENV)/.test-deps
+	$(PY) -m pytest -m "not slow" --durations=15 tests
 
 bench: $(VENV)/.installed $(VENV)/.test-deps
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done

@@ -279,6 +279,7 @@ def _reference_w(world: int) -> Any:
     return w
 
 
+@pytest.mark.slow  # two gloo ranks, each compiling with torch.compile
 def test_ddp_two_gloo_ranks_train_and_agree(kernels: dict[str, Any], tmp_path: Path) -> None:
     import torch.multiprocessing as mp
 
