@@ -61,3 +61,22 @@ def test_site_builds_without_warnings(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "html" / "api" / "functions.html").exists()
+
+
+def test_install_text_agrees() -> None:
+    """README and the getting-started page give the same install commands (issue 43):
+    tvmffi is not on PyPI, and the wheel command lets pip pick the wheel that fits."""
+    readme = (ROOT / "README.md").read_text()
+    start = (DOCS / "guide" / "getting-started.md").read_text()
+    for text in (readme, start):
+        assert "not on PyPI" in text
+        assert "pip install .  " in text
+        assert "pip install --no-index --find-links dist tvmffi" in text
+        assert "PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu" in text
+        assert "PIP_FIND_LINKS=" in text
+        assert not re.search(r"^\s*pip install tvmffi\s*$", text, re.M)  # not on any index
+        # A glob fails when dist/ holds several wheels.
+        assert not re.search(r"^\s*pip install dist/tvmffi-\*\.whl", text, re.M)
+    makefile = (ROOT / "Makefile").read_text()
+    torch = re.search(r"^TORCH \?= (\S+)$", makefile, re.M)
+    assert torch is not None and torch.group(1) in readme
