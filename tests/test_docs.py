@@ -49,9 +49,33 @@ def test_page_code_runs(page: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, f"{page.name}:\n{proc.stdout}\n{proc.stderr}"
 
 
+def _check_links() -> object:
+    """tools/check_links.py (the site's broken internal links), loaded from its file."""
+    spec = importlib.util.spec_from_file_location("check_links", ROOT / "tools" / "check_links.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_link_checker_finds_broken_links(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "index.html").write_text(
+        '<a href="a/b.html#here">ok</a> <a href="a/b.html#gone">anchor</a>'
+        '<a href="missing.html">file</a> <a href="https://example.org/x">outside</a>'
+        '<a href="#top">self</a> <p id="top"></p>'
+    )
+    (tmp_path / "a" / "b.html").write_text('<h1 id="here">b</h1><a href="../index.html">up</a>')
+    broken = _check_links().broken_links(tmp_path)  # type: ignore[attr-defined]
+    assert broken == [
+        "index.html: a/b.html#gone (no such anchor)",
+        "index.html: missing.html (no such file)",
+    ]
+
+
 def test_site_builds_without_warnings(tmp_path: Path) -> None:
-    if any(importlib.util.find_spec(m) is None for m in ("sphinx", "myst_parser")):
-        pytest.skip("needs sphinx and myst-parser (the docs extra)")
+    if any(importlib.util.find_spec(m) is None for m in ("sphinx", "myst_parser", "furo")):
+        pytest.skip("needs sphinx, myst-parser and furo (the docs extra)")
     proc = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
          str(DOCS), str(tmp_path / "html")],
@@ -61,6 +85,10 @@ def test_site_builds_without_warnings(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "html" / "api" / "functions.html").exists()
+    # Every module has its page; no internal link leads nowhere (a file or an anchor).
+    for page in ("torch", "jax", "pickling", "hosting", "runtime", "modules"):
+        assert (tmp_path / "html" / "api" / f"{page}.html").exists(), page
+    assert _check_links().broken_links(tmp_path / "html") == []  # type: ignore[attr-defined]
 
 
 def test_install_text_agrees() -> None:
