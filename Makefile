@@ -59,8 +59,11 @@ test: $(VENV)/.installed $(VENV)/.test-deps
 test-fast: $(VENV)/.installed $(VENV)/.test-deps
 	$(PY) -m pytest -m "not slow" --durations=15 tests
 
+# Each benchmark prints its table and writes benchmarks/results/<name>.json; plot.py
+# then redraws the charts of docs/_static/charts/ (docs/performance.md) from them.
 bench: $(VENV)/.installed $(VENV)/.test-deps
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+	$(PY) benchmarks/plot.py
 
 # Every kind of value and call path a million times; fails if RSS or a reference
 # count grows (minutes; not part of `test`), after checking that deliberate leaks
