@@ -32,6 +32,18 @@ $(VENV)/.test-deps: $(VENV)/.base pyproject.toml
 	$(PIP) install --no-build-isolation ".[dev]" "$(TORCH)"
 	touch $@
 
+# Debian's Chromium, for the headless-browser check of the docs (tests/test_docs.py,
+# marked slow; it skips without a browser). Installed with apt-get where that works (root
+# on Debian, as in CI); elsewhere a note, and the check skips.
+$(VENV)/.browser: $(VENV)/.base
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y -q chromium >/dev/null 2>&1 || \
+		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1) || \
+		echo "note: apt-get could not install chromium; the docs' browser check will skip"; \
+	else echo "note: no chromium (Debian: apt-get install chromium); the docs' browser check will skip"; fi
+	touch $@
+
 # Build against the runtime installed in the venv so headers and library match.
 # build/lib.* is setuptools' staging copy of the package: a module deleted from src/ would
 # stay there and be installed again, so it is cleared (the compiled objects in build/temp.*
@@ -51,7 +63,7 @@ demo: $(VENV)/.installed $(VENV)/.demo-deps
 # fresh venv outside the tree (tests/test_wheel.py; TVMFFI_SKIP_WHEEL=1 leaves it out).
 # Progress is shown per file; the 15 slowest tests are listed at the end. Builds go to
 # a temporary cache (tests/conftest.py), never ~/.cache.
-test: $(VENV)/.installed $(VENV)/.test-deps
+test: $(VENV)/.installed $(VENV)/.test-deps $(VENV)/.browser
 	$(PY) -m pytest --durations=15 tests
 
 # The suite minus the tests marked slow (wheel builds, Ray, DDP, TVM compiles, CuTe DSL,
