@@ -1,12 +1,13 @@
-# Two entry points: `make demo` (tvmffi + NumPy, runs the quickstart) and `make test`
-# (everything the tests need, then the whole suite). Everything installs into .venv.
+# Entry points: `make demo` (tvmffi + NumPy, runs the quickstart), `make test`
+# (everything the tests need, then the whole suite) and `make test-fast` (the same minus
+# the tests marked slow). Everything installs into .venv.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 SOURCES := $(wildcard csrc/*.c csrc/*.h csrc/*/*.c csrc/*/*.h src/*.pth src/tvmffi/*.py src/tvmffi/*/*.py src/tvmffi/*/*/*.py) setup.py pyproject.toml
 
-.PHONY: demo test bench soak lint install clean wheel sdist test-pythons docs
+.PHONY: demo test test-fast bench soak lint install clean wheel sdist test-pythons docs
 
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +32,18 @@ $(VENV)/.test-deps: $(VENV)/.base pyproject.toml
 	$(PIP) install --no-build-isolation ".[dev]" "$(TORCH)"
 	touch $@
 
+# Debian's Chromium, for the headless-browser check of the docs (tests/test_docs.py,
+# marked slow; it skips without a browser). Installed with apt-get where that works (root
+# on Debian, as in CI); elsewhere a note, and the check skips.
+$(VENV)/.browser: $(VENV)/.base
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y -q chromium >/dev/null 2>&1 || \
+		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1) || \
+		echo "note: apt-get could not install chromium; the docs' browser check will skip"; \
+	else echo "note: no chromium (Debian: apt-get install chromium); the docs' browser check will skip"; fi
+	touch $@
+
 # Build against the runtime installed in the venv so headers and library match.
 # build/lib.* is setuptools' staging copy of the package: a module deleted from src/ would
 # stay there and be installed again, so it is cleared (the compiled objects in build/temp.*
@@ -47,13 +60,22 @@ demo: $(VENV)/.installed $(VENV)/.demo-deps
 
 # The suite includes the documentation's code blocks (tests/test_docs.py), every
 # example (tests/test_examples.py) and a wheel built, repaired and installed into a
-# fresh venv outside the tree (tests/test_wheel.py, marked slow; TVMFFI_SKIP_WHEEL=1
-# leaves it out).
-test: $(VENV)/.installed $(VENV)/.test-deps
-	$(PY) -m pytest -q tests
+# fresh venv outside the tree (tests/test_wheel.py; TVMFFI_SKIP_WHEEL=1 leaves it out).
+# Progress is shown per file; the 15 slowest tests are listed at the end. Builds go to
+# a temporary cache (tests/conftest.py), never ~/.cache.
+test: $(VENV)/.installed $(VENV)/.test-deps $(VENV)/.browser
+	$(PY) -m pytest --durations=15 tests
 
+# The suite minus the tests marked slow (wheel builds, Ray, DDP, TVM compiles, CuTe DSL,
+# hosted clients): a few minutes on two cores.
+test-fast: $(VENV)/.installed $(VENV)/.test-deps
+	$(PY) -m pytest -m "not slow" --durations=15 tests
+
+# Each benchmark prints its table and writes benchmarks/results/<name>.json; plot.py
+# then redraws the charts of docs/_static/charts/ (docs/performance.md) from them.
 bench: $(VENV)/.installed $(VENV)/.test-deps
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+	$(PY) benchmarks/plot.py
 
 # Every kind of value and call path a million times; fails if RSS or a reference
 # count grows (minutes; not part of `test`), after checking that deliberate leaks

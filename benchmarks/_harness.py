@@ -322,12 +322,44 @@ def report(
     import tvmffi
 
     rows = measure(cases, env)
-    print(
+    header = (
         f"{datetime.date.today()} on {machine()}; tvmffi {tvmffi.__tvmffi_version__}, "
         f"tvm_ffi {tvm_ffi.__version__}, runtime {tvmffi.tvm_ffi_version()}{extra}"
     )
+    print(header)
     print(table(rows, floor_ns(env), columns))
+    save_results(rows, header)
     return rows
+
+
+RESULTS_DIR = os.environ.get(
+    "TVMFFI_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+)
+"""Where :func:`save_results` writes (``benchmarks/results``; TVMFFI_BENCH_RESULTS)."""
+
+
+def save_results(rows: list[tuple[Case, float, float]], header: str, name: str = "") -> str:
+    """Write the rows as ``RESULTS_DIR/<name>.json`` (``name``: the running script's,
+    ``bench_calls.py`` -> ``calls``), what ``benchmarks/plot.py`` draws; return the path."""
+    import json
+
+    if not name:
+        name = os.path.splitext(os.path.basename(sys.argv[0] or "bench"))[0]
+        name = name.removeprefix("bench_")
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    path = os.path.join(RESULTS_DIR, f"{name}.json")
+    data = {
+        "date": str(datetime.date.today()),
+        "header": header,
+        "rows": [
+            {"call": case.name, "ours_ns": round(ours, 1), "official_ns": round(official, 1)}
+            for case, ours, official in rows
+        ],
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    return path
 
 
 _CALLGRIND_LOOP = """

@@ -40,6 +40,22 @@ nitpicky = False
 suppress_warnings = ["myst.xref_missing", "ref.python"]
 
 highlight_language = "text"
-html_theme = "alabaster"
+# Furo: code blocks scroll sideways instead of being cut at the page's edge (alabaster
+# cut them), and the layout follows the window's width.
+html_theme = "furo"
 html_title = f"tvmffi {release}"
-html_theme_options = {"description": "A fast, drop-in Python binding of the TVM FFI C ABI"}
+
+
+def _drop_sourceless_modules(app: object) -> list[object]:
+    """viewcode lists in ``_modules/index.html`` every module an object came from, also
+    one whose source it could not read (``tvmffi._core``, a C extension): a link to a
+    page it never writes. Runs before viewcode's own handler and drops those."""
+    modules = getattr(getattr(app, "env", None), "_viewcode_modules", None)
+    if isinstance(modules, dict):
+        for name in [name for name, entry in modules.items() if not entry]:
+            del modules[name]
+    return []
+
+
+def setup(app: object) -> None:
+    app.connect("html-collect-pages", _drop_sourceless_modules, priority=400)  # type: ignore[attr-defined]

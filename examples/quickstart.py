@@ -5,10 +5,13 @@ Run with ``make demo``.
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import tvmffi
 import tvmffi.testing as testing
 
-print(f"tvmffi {tvmffi.__version__} on TVM FFI runtime {tvmffi.tvm_ffi_version()}")
+# tvmffi loads the runtime library of the installed apache-tvm-ffi wheel.
+print(f"tvmffi {tvmffi.__version__} on the apache-tvm-ffi {version('apache-tvm-ffi')} runtime")
 print(f"runtime library: {tvmffi.lib_path()}")
 
 # Devices and data types are plain values that cross the ABI unchanged.

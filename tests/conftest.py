@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,42 @@ import tvmffi.testing
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "module_fixtures"))
 from fixture_build import wheel_dirs as _wheel_dirs  # noqa: E402  (the fixtures' compiler setup)
+
+# The build caches the suite fills: tvmffi.cpp's and the official binding's
+# ($TVM_FFI_CACHE_DIR, default ~/.cache/tvm-ffi), tvmffi.codegen's and pickled
+# libraries' ($TVMFFI_CACHE_DIR, default ~/.cache/tvmffi), and whatever else follows
+# $XDG_CACHE_HOME (default ~/.cache). The suite never writes the user's ~/.cache.
+CACHE_ENV_VARS = ("TVM_FFI_CACHE_DIR", "TVMFFI_CACHE_DIR", "XDG_CACHE_HOME")
+_saved_cache_env: dict[str, str | None] = {}
+_cache_dir: str | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the cache variables at one temporary directory before collection, so that
+    anything built while test modules are imported, and every subprocess (they inherit
+    ``os.environ``), uses it too."""
+    global _cache_dir
+    _cache_dir = tempfile.mkdtemp(prefix="tvmffi-test-cache-")
+    for var in CACHE_ENV_VARS:
+        _saved_cache_env[var] = os.environ.get(var)
+        os.environ[var] = os.path.join(_cache_dir, var.lower())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for var, value in _saved_cache_env.items():
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
+    if _cache_dir is not None:
+        shutil.rmtree(_cache_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def session_cache_dir() -> str:
+    """The session's temporary cache directory (the cache variables point inside it)."""
+    assert _cache_dir is not None
+    return _cache_dir
 
 
 @pytest.fixture(scope="session")

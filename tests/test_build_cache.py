@@ -108,3 +108,16 @@ def test_a_directory_the_caller_names_is_theirs(tmp_path: Path) -> None:
         "cache_named", cpp_sources=SOURCE, functions=["twice"], build_directory=str(out)
     )
     assert mod.twice(3) == 6
+
+
+def test_the_suite_builds_into_a_temporary_cache_never_home(session_cache_dir: str) -> None:
+    """conftest points every build cache at one temporary directory (issue 43): a test
+    run never writes the user's ~/.cache."""
+    from tvmffi import _pickle
+    from tvmffi.codegen import _library
+    from tvmffi.cpp import extension
+
+    home_cache = os.path.join(os.path.expanduser("~"), ".cache")
+    for root in (extension._cache_root(), _library._cache_root(None), _pickle._cache_dir()):
+        assert os.path.commonpath([root, session_cache_dir]) == session_cache_dir, root
+        assert not root.startswith(home_cache + os.sep), root

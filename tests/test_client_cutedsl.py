@@ -20,10 +20,13 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("cutlass") is None or importlib.util.find_spec("tvm_ffi") is None,
-    reason="needs nvidia-cutlass-dsl and apache-tvm-ffi (the test extra)",
-)
+pytestmark = [
+    pytest.mark.slow,  # CuTe DSL compiles (make test-fast leaves it out)
+    pytest.mark.skipif(
+        importlib.util.find_spec("cutlass") is None or importlib.util.find_spec("tvm_ffi") is None,
+        reason="needs nvidia-cutlass-dsl and apache-tvm-ffi (the test extra)",
+    ),
+]
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "hosted", "cutedsl_host.py")
 

@@ -43,6 +43,7 @@ def kernel_lib(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
     return executable, path
 
 
+@pytest.mark.slow  # TVM compiles the kernel (kernel_lib)
 def test_tvm_kernel_loads_and_runs_through_tvmffi(kernel_lib: tuple[Any, str]) -> None:
     _, path = kernel_lib
     mod = tvmffi.load_module(path)
@@ -60,6 +61,7 @@ def test_tvm_kernel_loads_and_runs_through_tvmffi(kernel_lib: tuple[Any, str]) -
     np.testing.assert_array_equal(tb2.numpy(), a + 1)
 
 
+@pytest.mark.slow  # TVM compiles the kernel (kernel_lib)
 def test_tvm_module_is_an_ffi_object(kernel_lib: tuple[Any, str]) -> None:
     # Before: tvm.runtime.Module (callable) was silently wrapped as a new
     # Python-callback Function.
@@ -111,6 +113,7 @@ def test_tvm_tensor_passes_by_handle() -> None:
     np.testing.assert_array_equal(back.numpy(), data)
 
 
+@pytest.mark.slow  # TVM compiles the kernel (kernel_lib)
 def test_tvmffi_tensors_into_tvm_compiled_kernel(kernel_lib: tuple[Any, str]) -> None:
     # TVM's own executable (the official binding's call path) with tvmffi tensors.
     executable, _ = kernel_lib

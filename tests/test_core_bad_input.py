@@ -275,7 +275,38 @@ def test_register_existing_name_without_override_raises(unique_name):
     with pytest.raises(RuntimeError) as info:
         tvmffi.register_global_func(unique_name, lambda: "second")
     assert unique_name in str(info.value)
+    assert "is already registered; pass override=True" in str(info.value)  # what to do
     assert tvmffi.get_global_func(unique_name)() == "first"
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        (2**70, "`int` beyond the int64 range"),
+        (-(2**64), "`int` beyond the int64 range"),
+        ("abc", "`str`"),  # a small string
+        ("a string longer than seven bytes", "`str`"),
+        (b"xy", "`bytes`"),
+        (b"bytes longer than seven", "`bytes`"),
+    ],
+)
+def test_mismatch_names_the_python_type_passed(value, named):
+    # The runtime names the FFI type the value became (ffi.BigInt, ffi.SmallStr): the
+    # message names what the caller passed.
+    add_one = tvmffi.get_global_func("testing.add_one")
+    with pytest.raises(TypeError) as info:
+        add_one(value)
+    msg = str(info.value)
+    assert msg.startswith("Mismatched type on argument #0 when calling: `testing.add_one(")
+    assert msg.endswith(f"Expected `int` but got {named}"), msg
+    assert "ffi." not in msg.split("Expected")[1]
+
+
+def test_mismatch_of_an_opaque_object_keeps_the_runtime_type_key():
+    # As the official binding (its test_opaque_type_error pins this text).
+    with pytest.raises(TypeError) as info:
+        tvmffi.get_global_func("testing.add_one")(object())
+    assert str(info.value).endswith("Expected `int` but got `ffi.OpaquePyObject`")
 
 
 def test_register_builtin_name_without_override_raises():

@@ -426,6 +426,8 @@ def test_config_flags_build_an_outside_library(tmp_path: Path) -> None:
         config.ldflags(),
     ]
     assert os.path.isfile(os.path.join(out[0], "tvm", "ffi", "c_api.h"))
+    includes = [f for f in config.cxxflags().split() if f.startswith("-I")]
+    assert f"-I{out[0]}" in includes and len(includes) == len(set(includes))  # each dir once
     assert os.path.samefile(os.path.join(out[1], "libtvm_ffi.so"), tvmffi.lib_path())
     src = _c_file(tmp_path, "o.c", "int32_t v(void) { return 9; }\n")
     lib = str(tmp_path / "libo.so")

@@ -41,7 +41,15 @@ def test_examples_exist() -> None:
     assert expected <= names
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+# Examples that start Ray or compile with TVM: make test-fast leaves them out.
+SLOW = {"ray_tasks.py", "host_tvm.py"}
+
+
+@pytest.mark.parametrize(
+    "example",
+    [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW else p for p in EXAMPLES],
+    ids=[p.name for p in EXAMPLES],
+)
 def test_example_runs(example: Path, tmp_path: Path) -> None:
     text = example.read_text()
     for name in sorted(set(IMPORT.findall(text))):

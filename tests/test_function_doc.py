@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import inspect
 import pydoc
+import re
 import weakref
 
 import numpy as np
@@ -38,19 +39,27 @@ def test_container_parameter_renders_its_schema() -> None:
     assert str(inspect.signature(f)) == "(arg0: Array[Any], /) -> int"
 
 
-def test_function_without_schema_keeps_the_old_answers() -> None:
+def test_function_without_schema_says_why_it_has_no_signature() -> None:
     g = tvmffi.convert_func(lambda x: x)
-    assert g.__signature__ is None
-    # inspect then falls back as for any callable object: CPython < 3.13 raises,
-    # 3.13 reports the generic signature of the type's __call__.
-    try:
-        generic = str(inspect.signature(g))
-    except ValueError:
-        generic = None
-    assert generic in (None, "(*args, **kwargs)")
+    # On every CPython (3.13 would otherwise report the generic (*args, **kwargs)).
+    with pytest.raises(ValueError, match="no type schema is recorded for it"):
+        inspect.signature(g)
+    with pytest.raises(ValueError, match="no type schema"):
+        _ = g.__signature__
+    assert "__signature__" not in g.__dict__
     with pytest.raises(AttributeError):
         _ = g.__name__
     assert g.__doc__ == tvmffi.Function.__doc__
+    assert "A TVM FFI function" in pydoc.render_doc(g, renderer=pydoc.plaintext)  # help() works
+
+
+def test_function_repr_names_it() -> None:
+    assert repr(tvmffi.get_global_func("testing.add_one")) == "<tvmffi.Function testing.add_one>"
+    g = tvmffi.convert_func(lambda x: x)
+    assert re.fullmatch(r"<tvmffi\.Function at 0x[0-9a-f]+>", repr(g)), repr(g)
+    assert int(repr(g).split()[-1][:-1], 16) == g.__chandle__()
+    # Inside a container the runtime's printer writes the type key, as the official binding.
+    assert repr(tvmffi.Array([g])) == "(ffi.Function,)"
 
 
 def test_registered_python_function_is_named_from_the_registry() -> None:
@@ -218,6 +227,7 @@ def test_malformed_metadata_falls_back(bad_metadata_module: tvmffi.Module, name:
     assert getattr(getattr(bad_metadata_module, name), "__name__", None) == name
     assert functools.wraps(getattr(bad_metadata_module, name))(lambda: 0).__name__ == name
     assert name in pydoc.render_doc(getattr(bad_metadata_module, name))
-    assert getattr(bad_metadata_module, name).__signature__ is None  # no signature, no error
+    with pytest.raises(ValueError, match="no type schema"):  # no signature, said why
+        inspect.signature(getattr(bad_metadata_module, name))
     assert getattr(bad_metadata_module, name).__doc__.startswith(f"{name}(...)")
     assert getattr(bad_metadata_module, name)(3) == 3

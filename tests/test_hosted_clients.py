@@ -20,6 +20,9 @@ from tvmffi import codegen
 from tvmffi.codegen import Scalar, Signature, Tensor, Var
 
 HOSTED = os.path.join(os.path.dirname(__file__), "hosted")
+# Each client (TVM, jax, xgrammar, orcjit) starts in its own interpreter and imports its
+# whole stack: make test-fast leaves them out.
+pytestmark = pytest.mark.slow
 
 
 def run_hosted(script: str, *args: str, timeout: float = 900) -> None:

@@ -44,9 +44,13 @@ def ok(proc: subprocess.CompletedProcess[str]) -> str:
 # ---- the switch -----------------------------------------------------------------------
 NO_OFFICIAL_CODE = """
     import os, sys
+    from tvmffi._lib import _package_dir
+    # Under the official package's own directory: a path segment named tvm_ffi elsewhere
+    # (a clone folder) is not official code.
+    official_dir = os.path.realpath(_package_dir()) + os.sep
     official = [m.__file__ for m in list(sys.modules.values())
                 if (getattr(m, "__file__", None) or "").endswith(".py")
-                and os.sep + "tvm_ffi" + os.sep in m.__file__]
+                and os.path.realpath(m.__file__).startswith(official_dir)]
     assert not official, official
 """
 
@@ -246,9 +250,33 @@ def test_ffi_api_is_reached_as_an_attribute_of_the_package() -> None:
     assert callable(tvmffi._ffi_api.ModuleGlobalsAdd)  # type: ignore[attr-defined]
 
 
-def test_version_is_the_official_package_version() -> None:
-    assert tvmffi.__version__ == importlib.metadata.version("apache-tvm-ffi")
-    assert tvmffi.__tvmffi_version__ == importlib.metadata.version("tvmffi")
+def _own_version() -> str:
+    """pyproject.toml's version: the one place tvmffi's number is written."""
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    if pyproject.is_file():  # a checkout or an unpacked sdist
+        for line in pyproject.read_text(encoding="utf-8").splitlines():
+            if line.startswith("version = "):
+                return line.split('"')[1]
+    return importlib.metadata.version("tvmffi")
+
+
+def test_version_is_tvmffis_own_unhosted() -> None:
+    assert tvmffi.__version__ == tvmffi.__tvmffi_version__ == _own_version()  # type: ignore[attr-defined]
+    assert tvmffi.__version__ == importlib.metadata.version("tvmffi")
+    assert tvmffi.__version_tuple__[:2] == tuple(int(p) for p in _own_version().split(".")[:2])  # type: ignore[attr-defined]
+
+
+def test_version_is_the_runtime_package_version_hosted() -> None:
+    # Clients compare tvm_ffi.__version__ with the runtime they were built for.
+    code = """
+        import importlib.metadata, tvm_ffi, tvmffi
+        runtime = importlib.metadata.version("apache-tvm-ffi")
+        assert tvm_ffi.__version__ == tvmffi.__version__ == runtime, tvm_ffi.__version__
+        assert tvm_ffi._version.__version__ == runtime
+        assert tvmffi.__tvmffi_version__ == importlib.metadata.version("tvmffi")
+        print("OK")
+    """
+    assert ok(run_python(code, "1")).strip() == "OK"
 
 
 def test_reflected_methods_have_names() -> None:

@@ -8,6 +8,7 @@ that uses the operator, compiled with no graph break, whose ranks agree.
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from tvmffi.codegen import Scalar, Signature, Tensor, Var
 torch = pytest.importorskip("torch")
 import tvmffi.torch  # noqa: E402  (needs torch)
 
+# tvmffi's own source directory, as it appears in torch's graph-break text.
+TVMFFI_DIR = os.path.dirname(os.path.abspath(tvmffi.__file__)) + os.sep
 N = Var("n")
 MUL = Signature(
     "ad_mul",
@@ -224,8 +227,6 @@ def _outer_compile_breaks(module: Any) -> list[str]:
 
 def _ddp_rank(rank: int, world: int, port: int, fwd: Any, bwd: Any, out_dir: str) -> None:
     """One rank: the kernels arrive pickled (their libraries and signatures)."""
-    import os
-
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
@@ -278,6 +279,7 @@ def _reference_w(world: int) -> Any:
     return w
 
 
+@pytest.mark.slow  # two gloo ranks, each compiling with torch.compile
 def test_ddp_two_gloo_ranks_train_and_agree(kernels: dict[str, Any], tmp_path: Path) -> None:
     import torch.multiprocessing as mp
 
@@ -294,5 +296,7 @@ def test_ddp_two_gloo_ranks_train_and_agree(kernels: dict[str, Any], tmp_path: P
         assert r["all"][0] == r["all"][1]  # the ranks agree
         torch.testing.assert_close(torch.tensor(r["w"], dtype=torch.float64), expected)
         assert r["outer_breaks"] == r["plain_breaks"]
-        assert not any("ddp_test" in b or "tvmffi" in b for b in r["outer_breaks"])
+        # The operator's own name, and tvmffi's own source files: a path segment named
+        # tvmffi elsewhere (the clone folder, its .venv) is not tvmffi's code.
+        assert not any("ddp_test" in b or TVMFFI_DIR in b for b in r["outer_breaks"])
     assert not torch.equal(expected, torch.linspace(0.5, 1.5, 8, dtype=torch.float64))

@@ -78,6 +78,7 @@ def test_process_pool_spawn_runs_the_kernel(axpy: Any) -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs ray")
+@pytest.mark.slow  # starts a Ray cluster
 def test_ray_tasks_run_the_kernel(axpy: Any) -> None:
     import ray
 

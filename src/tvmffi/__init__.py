@@ -115,9 +115,6 @@ from .structural import (
 
 # ---- end of structural, serialization ----
 
-#: tvmffi's own release. ``__version__`` (below) answers the official package's version.
-__tvmffi_version__ = "0.1.0"
-
 
 def tvm_ffi_version() -> str:
     """Return the version ``major.minor.patch`` of the loaded TVM FFI runtime."""
@@ -260,7 +257,7 @@ _LAZY_MODULES = frozenset(
     }
 )
 # Plain attributes of the official package answered on first use (see __getattr__).
-_LAZY_VALUES = frozenset({"__version__", "__version_tuple__", "LIB"})
+_LAZY_VALUES = frozenset({"__version__", "__version_tuple__", "__tvmffi_version__", "LIB"})
 
 
 def _is_config_mode() -> _builtins.bool:
@@ -279,9 +276,11 @@ def _is_config_mode() -> _builtins.bool:
 def __getattr__(name: str) -> object:
     """Import the submodules in ``_LAZY_MODULES`` on first use: the import stays light.
 
-    ``__version__`` is the version of the official package (``apache-tvm-ffi``)
-    whose runtime tvmffi loads and whose API it answers: a client compares it with the
-    runtime it was built for. tvmffi's own release is ``__tvmffi_version__``.
+    ``__version__`` is tvmffi's version (``pyproject.toml``'s, from the installed
+    distribution's metadata); hosted (the module also answers ``tvm_ffi``), it is the
+    installed ``apache-tvm-ffi`` version, the runtime tvmffi loads, which a client
+    compares with the runtime it was built for. ``__tvmffi_version__`` is always
+    tvmffi's own (see ``tvmffi._version``).
     ``LIB`` is the ``ctypes.CDLL`` of that runtime (``libtvm_ffi``).
     """
     if name in _LAZY_MODULES:
@@ -292,6 +291,10 @@ def __getattr__(name: str) -> object:
         from . import _version  # import-time: importlib.metadata, on first use
 
         return getattr(_version, name)
+    if name == "__tvmffi_version__":
+        from . import _version
+
+        return _version.tvmffi_version()
     if name == "LIB":
         return _lib.load_library(_lib.lib_path())
     raise AttributeError(f"module 'tvmffi' has no attribute {name!r}")

@@ -313,19 +313,25 @@ def describe(func: Any, attr: str) -> Any:
     Computes all four from the function's origin and caches them in its
     instance dict (an attribute already set there, say ``__name__`` by
     ``init_ffi_api``, is kept). A function of unknown origin has no
-    ``__name__``/``__qualname__`` (``AttributeError``), its class's ``__doc__``
-    and ``__signature__`` ``None``.
+    ``__name__``/``__qualname__`` (``AttributeError``) and its class's ``__doc__``.
+    A function with no type schema (unknown origin, or metadata without one) has no
+    ``__signature__``: reading it raises ``ValueError`` saying so, which
+    ``inspect.signature`` passes on (as it raises ``ValueError`` for any callable
+    whose signature is unknown); nothing is cached for it.
     """
     values = _compute(func)
     if values is None:
         if attr == "__doc__":
             return type(func).__doc__
         if attr == "__signature__":
-            return None
+            raise _no_schema(func)
         raise AttributeError(f"{type(func).__name__!r} object has no attribute {attr!r}")
     d = func.__dict__
     for key in _ATTRS:
-        d.setdefault(key, values[key])
+        if values[key] is not None or key != "__signature__":
+            d.setdefault(key, values[key])
+    if attr == "__signature__" and attr not in d:
+        raise _no_schema(func)
     return d[attr]
 
 
@@ -372,3 +378,11 @@ def kwargs_binder(func: Any) -> Any:
         binder.__qualname__ = qualname
     func.__dict__[_BINDER_KEY] = binder
     return binder
+
+
+def _no_schema(func: Any) -> ValueError:
+    return ValueError(
+        f"no signature for {func!r}: no type schema is recorded for it (a converted Python "
+        "callable, or a C function exported or registered without one), so its parameters "
+        "are unknown; call it with the arguments its author documents"
+    )

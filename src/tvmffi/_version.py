@@ -1,19 +1,30 @@
-"""The version ``tvmffi.__version__`` answers: the official package's, whose runtime tvmffi loads.
+"""tvmffi's version, read from one place: the ``tvmffi`` distribution's metadata.
 
-tvmffi binds the runtime of the installed ``apache-tvm-ffi`` wheel and answers its
-Python API, so a client that compares ``tvm_ffi.__version__`` with the runtime it was
-built for (a compiled extension's ABI check) must see that wheel's version, as it
-would on the official binding. tvmffi's own release is ``tvmffi.__tvmffi_version__``.
+``pyproject.toml``'s ``version`` is the one number: installing tvmffi records it in the
+distribution's metadata, which :func:`tvmffi_version` reads (an in-place build that was
+never installed reads ``pyproject.toml`` itself). ``tvmffi.__version__`` answers it.
+
+Hosted (``tvmffi.host()`` / ``TVMFFI_HOST=1``: ``import tvm_ffi`` answers tvmffi, one
+module under both names), ``__version__`` answers the installed ``apache-tvm-ffi``
+version instead: tvmffi binds that wheel's runtime and answers its Python API, and a
+client compares ``tvm_ffi.__version__`` with the runtime it was built for (``>=``
+checks, a compiled extension's ABI check), which tvmffi's own number would fail.
+``tvmffi.__tvmffi_version__`` is tvmffi's own number in both cases.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import re
+import sys
 
 from . import _core
 
 #: The distribution that ships the runtime tvmffi loads.
 RUNTIME_DISTRIBUTION = "apache-tvm-ffi"
+#: tvmffi's own distribution.
+DISTRIBUTION = "tvmffi"
 
 
 @functools.cache
@@ -33,13 +44,51 @@ def official_version() -> str:
         return version
 
 
+@functools.cache
+def tvmffi_version() -> str:
+    """tvmffi's own version (e.g. ``0.1.0``), from the ``tvmffi`` distribution's metadata.
+
+    An in-place build of a checkout that was never installed has no metadata: the
+    checkout's ``pyproject.toml`` (two directories above this package) answers.
+    """
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    here = os.path.dirname(os.path.abspath(__file__))
+    pyproject = os.path.join(os.path.dirname(os.path.dirname(here)), "pyproject.toml")
+    try:
+        with open(pyproject, encoding="utf-8") as f:
+            found = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)
+    except OSError:
+        found = None
+    return found.group(1) if found else "0+unknown"
+
+
+def _hosted() -> bool:
+    """Whether this module also answers ``tvm_ffi`` (hosting, or an alias of the name)."""
+    from . import hosting
+
+    package = sys.modules.get(__package__ or "tvmffi")
+    return hosting.is_hosted() or (package is not None and sys.modules.get("tvm_ffi") is package)
+
+
+def package_version() -> str:
+    """What ``tvmffi.__version__`` answers: tvmffi's version, or hosted the runtime's."""
+    return official_version() if _hosted() else tvmffi_version()
+
+
 def _version_tuple(version: str) -> tuple[int | str, ...]:
     """``"0.1.15.post2"`` -> ``(0, 1, 15, "post2")``: numeric parts as ints, others kept."""
     return tuple(int(part) if part.isdigit() else part for part in version.split("."))
 
 
 # The names of the official ``_version`` module (a setuptools-scm file), answered on
-# first use: reading the distribution's metadata is what makes them cost.
+# first use (reading the distribution's metadata is what makes them cost), as the
+# package's ``__version__`` answers: hosted, ``tvm_ffi._version.__version__`` is the
+# runtime's version, as on the official binding.
 _NAMES = (
     "__version__",
     "version",
@@ -53,9 +102,9 @@ __all__ = list(_NAMES)
 
 def __getattr__(name: str) -> object:
     if name in ("__version__", "version"):
-        return official_version()
+        return package_version()
     if name in ("__version_tuple__", "version_tuple"):
-        return _version_tuple(official_version())
+        return _version_tuple(package_version())
     if name in ("__commit_id__", "commit_id"):
         return None  # the metadata of an installed wheel does not record its commit
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

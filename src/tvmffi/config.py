@@ -35,8 +35,10 @@ def _libdir() -> str:
 
 # The flags as functions, for build scripts written in Python.
 def cflags() -> str:
-    """C compile flags: ``-I`` the runtime's and DLPack's include directories."""
-    return f"-I{libinfo.find_include_path()} -I{libinfo.find_dlpack_include_path()}"
+    """C compile flags: ``-I`` the runtime's and DLPack's include directories, each once
+    (the wheel ships DLPack's headers in the runtime's include directory)."""
+    dirs = dict.fromkeys([libinfo.find_include_path(), libinfo.find_dlpack_include_path()])
+    return " ".join(f"-I{d}" for d in dirs)
 
 
 def cxxflags() -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import re
 import traceback
 import weakref
 from types import TracebackType
@@ -165,6 +166,34 @@ def _backtrace_note(backtrace: str) -> str | None:
 _BASE_BACKTRACE = "_tvmffi_ffi_backtrace"
 
 
+# The runtime's argument-mismatch message names the FFI type a Python value became
+# ("got `ffi.BigInt`" for 2**70, "`ffi.SmallStr`" for "abc"): the caller passed a Python
+# int or str, so the message names that. Other type keys (`ffi.OpaquePyObject`, which the
+# official tests pin, objects, tensors) are left as they are.
+_PYTHON_NAMES = {
+    "ffi.BigInt": "`int` beyond the int64 range",
+    "ffi.SmallStr": "`str`",
+    "ffi.String": "`str`",
+    "ffi.SmallBytes": "`bytes`",
+    "ffi.Bytes": "`bytes`",
+}
+_MISMATCH = re.compile(
+    r"(?P<head>^Mismatched type on argument #\d+ when calling: .* but got )"
+    r"`(?P<key>ffi\.(?:BigInt|SmallStr|String|SmallBytes|Bytes))`$",
+    re.S,
+)
+
+
+def _python_type_message(kind: str, message: str) -> str:
+    """The message with the FFI type of a converted Python value named as its Python type."""
+    if kind != "TypeError":
+        return message
+    found = _MISMATCH.match(message)
+    if found is None:
+        return message
+    return found.group("head") + _PYTHON_NAMES[found.group("key")]
+
+
 def _from_ffi(error: ErrorObject, carried: BaseException | None) -> BaseException:
     """The Python exception for an FFI error object (called from C).
 
@@ -178,6 +207,7 @@ def _from_ffi(error: ErrorObject, carried: BaseException | None) -> BaseExceptio
             ffi_error.update_backtrace(error.backtrace)
         return carried
     kind, message, backtrace = _core._error_fields(error)
+    message = _python_type_message(kind, message)
     exc = _instantiate(_KIND_TO_CLASS.get(kind, _UNKNOWN_KIND), kind, message)
     if isinstance(exc, Error):
         exc.kind = kind

@@ -704,10 +704,29 @@ def _dir_hook(obj: Object) -> list[str]:
     return sorted(names)
 
 
+def _function_repr(func: Any) -> str:
+    """``<tvmffi.Function testing.add_one>``: the name it is known by (a global function's
+    registry name, a module function's or a method's qualified name); a function of unknown
+    origin (a converted Python callable) ``<tvmffi.Function at 0x...>``. The runtime's
+    printer writes the bare type key, ``ffi.Function``, for every one."""
+    cls = type(func)
+    kind = "tvmffi.Function" if cls is _core.Function else f"{cls.__module__}.{cls.__qualname__}"
+    try:
+        name = getattr(func, "__qualname__", None)
+    except Exception:
+        name = None
+    if isinstance(name, str) and name:
+        return f"<{kind} {name}>"
+    return f"<{kind} at {func.__chandle__():#x}>"
+
+
 def _repr_hook(obj: Object) -> str:
     """The runtime's printer's text (``ffi.ReprPrint``), as the official binding, in memory
-    proportional to it (:mod:`._repr`); never raises."""
+    proportional to it (:mod:`._repr`); a Function's names it (:func:`_function_repr`);
+    never raises."""
     try:
+        if isinstance(obj, _core.Function):
+            return _function_repr(obj)
         return print_graph(obj)
     except Exception:
         return f"{type(obj).__name__}({obj.__chandle__()})"

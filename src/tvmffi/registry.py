@@ -113,7 +113,16 @@ def _name_and_target(
 
 
 def _register_as(name: str, override: bool, func: Callable[..., Any]) -> Function:
-    return _core.register_global_func(name, func, override)
+    try:
+        return _core.register_global_func(name, func, override)
+    except RuntimeError as e:
+        # The runtime's message ("Global Function `x` is already registered") says what,
+        # not how to replace it.
+        if not override and len(e.args) == 1 and "is already registered" in str(e.args[0]):
+            e.args = (
+                f"{e.args[0]}; pass override=True to register_global_func to replace it",
+            )
+        raise
 
 
 def remove_global_func(name: str) -> None:

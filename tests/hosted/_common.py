@@ -11,10 +11,15 @@ def check_hosted() -> None:
     import tvm_ffi
 
     assert tvm_ffi.__name__ == "tvmffi", tvm_ffi
+    from tvmffi._lib import _package_dir
+
+    # Files under the official package's own directory: a path segment named tvm_ffi
+    # elsewhere (a clone folder) is not official code.
+    official_dir = os.path.realpath(_package_dir()) + os.sep
     official = [
         m.__file__
         for m in list(sys.modules.values())
         if (getattr(m, "__file__", None) or "").endswith(".py")
-        and os.sep + "tvm_ffi" + os.sep in (m.__file__ or "")
+        and os.path.realpath(m.__file__ or "").startswith(official_dir)
     ]
     assert not official, f"official package code imported: {official[:3]}"
