@@ -98,6 +98,15 @@ sdist: $(VENV)/.release-deps
 test-pythons:
 	$(PYTHON) tools/test_pythons.py $(ALL_PYTHONS)
 
+# ---- wheels, tested as users install them -----------------------------------------
+# Each interpreter in ALL_PYTHONS (3.14t: PYTHONS="/opt/py3.14t/bin/python3") gets a fresh
+# venv with the README's install command (`pip install --find-links dist --only-binary tvmffi
+# tvmffi`, which takes the one wheel in dist/ that fits it) and runs the quickstart; a
+# free-threaded one must keep the GIL off (tools/test_wheels.py). Run `make wheel` first.
+.PHONY: test-wheels
+test-wheels:
+	$(PYTHON) tools/test_wheels.py --dist dist $(ALL_PYTHONS)
+
 # The documentation site, docs/_build/html (warnings are errors; no network).
 docs: $(VENV)/.installed $(VENV)/.test-deps
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
