@@ -88,14 +88,17 @@ def test_wheel_installs_in_a_fresh_venv_and_runs(wheel: Path, tmp_path: Path) ->
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
+    # Without PYTHONPATH: a src/ on it whose tvmffi.egg-info (left by a build in the tree)
+    # pip would take for an installed tvmffi 0.1.0, and skip the wheel.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     subprocess.run(
         [str(py), "-m", "pip", "install", "-q", str(wheel), "numpy"],
         check=True,
         capture_output=True,
+        env=env,
     )
     script = tmp_path / "smoke.py"
     script.write_text(SMOKE)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [str(py), str(script), str(ROOT)], cwd=tmp_path, env=env, capture_output=True, text=True
     )
