@@ -88,6 +88,30 @@ lint: $(VENV)/.test-deps
 	$(VENV)/bin/ruff check src tests benchmarks examples tools docs
 	$(VENV)/bin/mypy
 
+# ---- aarch64: cross-compiled wheels, the suite under qemu ---------------------------
+# `make wheel ARCH=aarch64` on x86_64: Debian's crossbuild-essential-arm64 compiles for the
+# CPython of an arm64 Debian stable root (build/aarch64/root, made once by mmdebstrap; its
+# python3-dev gives the headers), linking the aarch64 apache-tvm-ffi wheel from the package
+# index; auditwheel takes the aarch64 policy (tools/aarch64.py). An x86_64 CPython of the
+# root's version (3.13 for Debian 13) must be among ALL_PYTHONS: pyenv's is.
+# `make test-aarch64`: that wheel and the aarch64 wheels of the test dependencies in a venv
+# of the root, the suite run there under qemu-user-static (torch, jax and TVM tests skip).
+# Slow under emulation, so not part of `make test`; the apt packages install here.
+ARCH ?=
+AARCH64_CROSS := $(if $(and $(filter aarch64,$(ARCH)),$(filter-out aarch64,$(shell uname -m))),yes)
+AARCH64_APT := crossbuild-essential-arm64 qemu-user-static binfmt-support mmdebstrap
+AARCH64_APT_STAMP := build/aarch64/.apt
+
+$(AARCH64_APT_STAMP):
+	apt-get update -q
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(AARCH64_APT)
+	mkdir -p $(@D) && touch $@
+
+.PHONY: test-aarch64
+test-aarch64: $(VENV)/.release-deps $(AARCH64_APT_STAMP)
+	$(PY) tools/aarch64.py wheel --out dist $(ALL_PYTHONS)
+	$(PY) tools/aarch64.py test --dist dist
+
 # ---- distribution ------------------------------------------------------------------
 # CPython 3.10-3.15 interpreters: pyenv's where present (3.10-3.13 in CI), else the venv's
 # base python; plus any given in PYTHONS, e.g. interpreters built by hand (3.14, the
@@ -107,8 +131,14 @@ $(VENV)/.release-deps: $(VENV)/.base pyproject.toml
 # manylinux wheels, one per interpreter in ALL_PYTHONS (a free-threaded one: cp314t), in dist/
 # (tools/build_wheels.py:
 # auditwheel repair without libtvm_ffi.so, RUNPATH into the apache-tvm-ffi package).
+# ARCH=aarch64 on an x86_64 machine cross-compiles instead (the aarch64 block below).
+ifeq ($(AARCH64_CROSS),yes)
+wheel: $(VENV)/.release-deps $(AARCH64_APT_STAMP)
+	$(PY) tools/aarch64.py wheel --out dist $(ALL_PYTHONS)
+else
 wheel: $(VENV)/.release-deps
 	$(PY) tools/build_wheels.py --out dist $(ALL_PYTHONS)
+endif
 
 # The source distribution (MANIFEST.in: sources, tests and their fixtures, examples,
 # benchmarks, docs, Makefile, LICENSE, NOTICE) in dist/.
@@ -119,6 +149,15 @@ sdist: $(VENV)/.release-deps
 # with the light test dependencies only: torch, jax and TVM tests skip with a reason.
 test-pythons:
 	$(PYTHON) tools/test_pythons.py $(ALL_PYTHONS)
+
+# ---- wheels, tested as users install them -----------------------------------------
+# Each interpreter in ALL_PYTHONS (3.14t: PYTHONS="/opt/py3.14t/bin/python3") gets a fresh
+# venv with the README's install command (`pip install --find-links dist --only-binary tvmffi
+# tvmffi`, which takes the one wheel in dist/ that fits it) and runs the quickstart; a
+# free-threaded one must keep the GIL off (tools/test_wheels.py). Run `make wheel` first.
+.PHONY: test-wheels
+test-wheels:
+	$(PYTHON) tools/test_wheels.py --dist dist $(ALL_PYTHONS)
 
 # The documentation site, docs/_build/html (warnings are errors; no network).
 docs: $(VENV)/.installed $(VENV)/.test-deps

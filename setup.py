@@ -31,6 +31,13 @@ class BuildPyWithPth(build_py):
 
 
 def _tvm_ffi_root() -> str:
+    # A cross build (tools/aarch64.py) names the target's apache-tvm-ffi package directory:
+    # the build interpreter's own one holds a libtvm_ffi of the wrong architecture.
+    cross = os.environ.get("TVMFFI_TVM_FFI_ROOT")
+    if cross:
+        if not os.path.isfile(os.path.join(cross, "include", "tvm", "ffi", "c_api.h")):
+            raise RuntimeError(f"TVMFFI_TVM_FFI_ROOT={cross} is not an apache-tvm-ffi package")
+        return cross
     # find_spec on a top-level package locates it without executing its __init__.
     spec = importlib.util.find_spec("tvm_ffi")
     if spec is None or not spec.submodule_search_locations:

@@ -79,3 +79,33 @@ def test_orcjit_hosted_loads_and_runs_an_object_file(tmp_path: object) -> None:
         [(sig, "axpy_k")], sources=[kernel], path=os.path.join(str(tmp_path), "axpy.o")
     )
     run_hosted("orcjit_smoke.py", str(obj))
+
+
+def _run_tirx(hosted: bool) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "TVMFFI_HOST"}
+    if hosted:
+        env["TVMFFI_HOST"] = "1"
+    proc = subprocess.run(
+        [sys.executable, os.path.join(HOSTED, "tirx_smoke.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    want = "hosted OK" if hosted else "plain OK"
+    assert proc.returncode == 0 and proc.stdout.strip().endswith(want), (
+        f"tirx_smoke.py failed {'hosted' if hosted else 'plain'} (rc {proc.returncode}):\n"
+        f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    )
+    (result,) = [line for line in proc.stdout.splitlines() if line.startswith("result ")]
+    return result
+
+
+def test_tirx_hosted_gives_the_plain_results() -> None:
+    # apache-tvm-tirx: TVMScript, a pass (StmtSimplify), LLVM build and run, export_library
+    # and load_module, an error crossing the FFI; the same printed results on the official
+    # binding and on tvmffi.
+    _needs("tvm_tirx")
+    plain = _run_tirx(hosted=False)
+    assert plain.endswith("[1.0, 3.0, 5.0, 7.0, 9.0, 11.0] ValueError"), plain
+    assert _run_tirx(hosted=True) == plain

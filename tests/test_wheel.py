@@ -88,17 +88,51 @@ def test_wheel_installs_in_a_fresh_venv_and_runs(wheel: Path, tmp_path: Path) ->
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
+    # Without PYTHONPATH: a src/ on it whose tvmffi.egg-info (left by a build in the tree)
+    # pip would take for an installed tvmffi 0.1.0, and skip the wheel.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     subprocess.run(
         [str(py), "-m", "pip", "install", "-q", str(wheel), "numpy"],
         check=True,
         capture_output=True,
+        env=env,
     )
     script = tmp_path / "smoke.py"
     script.write_text(SMOKE)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [str(py), str(script), str(ROOT)], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
     assert "smoke ok" in proc.stdout
     shutil.rmtree(venv)
+
+
+@pytest.mark.slow
+def test_make_test_wheels_installs_the_fitting_wheel_and_runs_the_quickstart(
+    wheel: Path, tmp_path: Path
+) -> None:
+    # tools/test_wheels.py (`make test-wheels`) with the README's install command: of two
+    # wheels in dist/, pip takes the one whose tags fit the interpreter; with none fitting it
+    # fails instead of building the sdist beside them.
+    base = getattr(sys, "_base_executable", sys.executable)
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    shutil.copy(wheel, dist)
+    other = "cp39" if sys.version_info[:2] != (3, 9) else "cp38"
+    cp = wheel.name.split("-")[2]
+    shutil.copy(wheel, dist / wheel.name.replace(f"-{cp}-{cp}-", f"-{other}-{other}-"))
+    tool = ROOT / "tools" / "test_wheels.py"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, str(tool), "--dist", str(dist), base],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    last = proc.stdout.splitlines()[-2:]
+    assert last[1] == "1 passed, 0 failed" and cp in last[0] and "quickstart ran" in last[0], last
+    (dist / wheel.name).unlink()
+    proc = subprocess.run(
+        [sys.executable, str(tool), "--dist", str(dist), base],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )
+    assert proc.returncode == 1 and proc.stdout.splitlines()[-1] == "0 passed, 1 failed"

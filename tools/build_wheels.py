@@ -86,26 +86,32 @@ def build_one(python: str, out: str, tools_bin: str) -> str:
         )
         (raw_wheel,) = glob.glob(os.path.join(raw, "tvmffi-*.whl"))
         patched = set_runpath(raw_wheel, tools_bin, work)
-        before = set(os.listdir(out))
-        run(
-            [
-                os.path.join(tools_bin, "auditwheel"),
-                "repair",
-                "--exclude",
-                "libtvm_ffi.so",
-                "-w",
-                out,
-                patched,
-            ],
-            # auditwheel runs patchelf from PATH.
-            env=dict(os.environ, PATH=tools_bin + os.pathsep + os.environ.get("PATH", "")),
-        )
-        (made,) = set(os.listdir(out)) - before or {
-            os.path.basename(w)
-            for w in glob.glob(
-                os.path.join(out, f"tvmffi-*-{tag.rstrip('tdm')}-{tag}-manylinux*.whl")
-            )
-        }
+        made = auditwheel_repair(patched, out, tools_bin, tag)
+    return made
+
+
+def auditwheel_repair(patched: str, out: str, tools_bin: str, tag: str) -> str:
+    """``auditwheel repair`` into ``out`` (its policy follows the ELF's architecture)."""
+    before = set(os.listdir(out))
+    run(
+        [
+            os.path.join(tools_bin, "auditwheel"),
+            "repair",
+            "--exclude",
+            "libtvm_ffi.so",
+            "-w",
+            out,
+            patched,
+        ],
+        # auditwheel runs patchelf from PATH.
+        env=dict(os.environ, PATH=tools_bin + os.pathsep + os.environ.get("PATH", "")),
+    )
+    # A wheel auditwheel rewrote in place of an equal one already there is not new.
+    arch = "aarch64" if patched.endswith("_aarch64.whl") else "x86_64"
+    pattern = f"tvmffi-*-{tag.rstrip('tdm')}-{tag}-manylinux*_{arch}.whl"
+    (made,) = set(os.listdir(out)) - before or {
+        os.path.basename(w) for w in glob.glob(os.path.join(out, pattern))
+    }
     return os.path.join(out, made)
 
 
