@@ -543,7 +543,7 @@ static PyObject* recursive(int which, PyObject* a, PyObject* b) {
   PyObject* args[2] = {a, b};
   PyObject* f = g_recursive[which];
   if (Py_TYPE(f) == &TVMFFIFunctionType && HANDLE(f) != NULL) {
-    return tvmffi_call_handle(HANDLE(f), args, b == NULL ? 1 : 2, 0);
+    return tvmffi_call_handle(HANDLE(f), args, b == NULL ? 1 : 2, 0, 0);
   }
   return PyObject_Vectorcall(f, args, b == NULL ? 1 : 2, NULL);
 }
@@ -625,7 +625,7 @@ static PyObject* table_copy(FieldTable* t, PyObject* self) {
   }
   /* The runtime's copy is short: called with the GIL kept. */
   if (Py_TYPE(t->shallow_copy) == &TVMFFIFunctionType && HANDLE(t->shallow_copy) != NULL) {
-    return tvmffi_call_handle(HANDLE(t->shallow_copy), &self, 1, 0);
+    return tvmffi_call_handle(HANDLE(t->shallow_copy), &self, 1, 0, 0);
   }
   return PyObject_CallOneArg(t->shallow_copy, self);
 }
