@@ -476,3 +476,10 @@ class StrEnum(Enum):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}.{self._str_index}"
+
+
+def _payload_of(cls: type) -> type | None:
+    """The payload type a field of enum class ``cls`` also accepts: ``int`` for an
+    ``IntEnum``, ``str`` for a ``StrEnum``, else ``None`` (read by ``type_schema``'s
+    object nodes, which look the variant up by that payload)."""
+    return next((p for base, p in ((IntEnum, int), (StrEnum, str)) if issubclass(cls, base)), None)
