@@ -443,6 +443,9 @@ class IntEnum(Enum):
             return self._int_index == other
         return isinstance(other, Object) and self.same_as(other)
 
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
     def __hash__(self) -> int:
         return hash(self._int_index)
 
@@ -467,6 +470,9 @@ class StrEnum(Enum):
         if isinstance(other, str):
             return self._str_index == other
         return isinstance(other, Object) and self.same_as(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
     def __hash__(self) -> int:
         return hash(self._str_index)
