@@ -16,7 +16,8 @@ from ._dunder import MISSING as _MISSING
 from ._dunder import install_init
 from ._repr import forget_layouts, print_graph
 from .function import _cached_global_func
-from .type_schema import TypeSchema
+from ._annotation import schema_of as _schema_of
+from .type_schema import TypeSchema, _FromAbove
 
 __all__ = [
     "MISSING",
@@ -797,3 +798,10 @@ def _lookup_type_attr(type_index: int, attr_key: str, ancestor: bool = False) ->
 
 
 _register_class(OpaquePyObject, "ffi.OpaquePyObject", install=False, init=False)
+
+
+# The schema layer imports nothing above it: this layer hands it what it needs.
+_FromAbove.check_type_index = _check_type_index
+_FromAbove.type_info = _type_info_by_index
+_FromAbove.registered = _REGISTERED
+_FromAbove.parse_annotation = _schema_of

@@ -13,7 +13,6 @@ plan compiled once in C (``csrc/type_plan.c``) and applied by the conversion hub
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -193,9 +192,10 @@ class TypeSchema:
     def from_annotation(annotation: object) -> TypeSchema:
         """The schema of a Python annotation (``int``, ``list[int]``, ``Optional[X]``,
         an FFI class ...); ``TypeError`` for what has no FFI type."""
-        from ._annotation import schema_of  # _annotation imports this module
-
-        return schema_of(annotation)
+        parse = _FromAbove.parse_annotation
+        if parse is None:
+            raise RuntimeError("tvmffi._annotation has not loaded: annotations cannot be read yet")
+        return parse(annotation)
 
     @staticmethod
     def from_type_index(type_index: int, args: tuple[TypeSchema, ...] = ()) -> TypeSchema:
@@ -319,26 +319,30 @@ def _callable_named(
     return out
 
 
-def _object_module() -> Any:
-    """``tvmffi.object``, imported on first use: it imports this module itself (through
-    ``_function_doc``), so this module cannot import it while loading."""
-    from . import object as objects
+class _FromAbove:
+    """What this module needs from the layers above it, handed down as they load, so no
+    import goes up: ``tvmffi.object`` gives the type-index check, type infos and the
+    registered classes; ``tvmffi._annotation`` the annotation parser."""
 
-    return objects
+    check_type_index: Callable[[int], None] = staticmethod(lambda index: None)
+    type_info: Callable[[int], Any] | None = None
+    registered: Mapping[int, type] = {}
+    parse_annotation: Callable[[object], TypeSchema] | None = None
+
+
+def _type_info(index: int) -> Any:
+    _FromAbove.check_type_index(index)
+    if _FromAbove.type_info is None:
+        raise RuntimeError("tvmffi.object has not loaded: no type information yet")
+    return _FromAbove.type_info(index)
 
 
 def _type_key_of(index: int) -> str:
-    objects = _object_module()
-
-    objects._check_type_index(index)
-    return str(objects._type_info_by_index(index).type_key)
+    return str(_type_info(index).type_key)
 
 
 def _ancestors_of(index: int) -> tuple[int, ...]:
-    objects = _object_module()
-
-    objects._check_type_index(index)
-    return tuple(objects._type_info_by_index(index).ancestors)
+    return tuple(_type_info(index).ancestors)
 
 
 def _schema_list(raw: Any) -> list[Any]:
@@ -416,17 +420,12 @@ def _flat_signature(raw_args: list[Any]) -> dict[str, tuple[TypeSchema, ...]]:
 
 def _object_hook(schema: TypeSchema) -> Any:
     """For an object-type node: how a payload (an int or str) becomes that type's value,
-    or None. A payload enum (IntEnum / StrEnum) looks its variant up by payload. Refuses
-    (``ValueError``) an index the runtime does not know, before C asks for its type info."""
-    objects = _object_module()
-
-    objects._check_type_index(schema.origin_type_index)
-    cls = objects._REGISTERED.get(schema.origin_type_index)
-    enum_module = sys.modules.get("tvmffi.dataclasses.enum")  # no enum class before it
-    payload_of = getattr(enum_module, "_payload_of", None)
-    if not isinstance(cls, type) or payload_of is None:
-        return None
-    payload = payload_of(cls)
+    or None. A payload enum (IntEnum / StrEnum: its class's ``_payload_type``)
+    looks its variant up by payload. Refuses (``ValueError``) an index the runtime does
+    not know, before C asks for its type info."""
+    _FromAbove.check_type_index(schema.origin_type_index)
+    cls = _FromAbove.registered.get(schema.origin_type_index)
+    payload = getattr(cls, "_payload_type", None) if isinstance(cls, type) else None
     if payload not in (int, str):
         return None
 

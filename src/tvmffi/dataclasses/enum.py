@@ -432,6 +432,8 @@ class Enum(Object, metaclass=_EnumMeta):
 class IntEnum(Enum):
     """Enum whose ``value`` aliases its signed 64-bit integer index."""
 
+    _payload_type = int  # a field of this type also takes the int payload (type_schema)
+
     value: int  # the runtime's field, the integer index again
 
     @property
@@ -460,6 +462,8 @@ class IntEnum(Enum):
 class StrEnum(Enum):
     """Enum whose ``name`` and ``value`` alias its string index."""
 
+    _payload_type = str  # a field of this type also takes the str payload (type_schema)
+
     value: str  # the runtime's field, the string index again
 
     @property
@@ -483,9 +487,3 @@ class StrEnum(Enum):
     def __repr__(self) -> str:
         return f"{type(self).__name__}.{self._str_index}"
 
-
-def _payload_of(cls: type) -> type | None:
-    """The payload type a field of enum class ``cls`` also accepts: ``int`` for an
-    ``IntEnum``, ``str`` for a ``StrEnum``, else ``None`` (read by ``type_schema``'s
-    object nodes, which look the variant up by that payload)."""
-    return next((p for base, p in ((IntEnum, int), (StrEnum, str)) if issubclass(cls, base)), None)
