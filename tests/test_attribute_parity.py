@@ -301,7 +301,11 @@ def test_testing_classes_have_every_official_class_attribute(
         # An enum class's dunders (eq/hash/repr/str, `name`) are defined once on tvmffi's
         # Enum bases rather than installed on every enum class: they count as the class's.
         given = set(vars(ours)).union(
-            *(vars(base) for base in ours.__mro__[1:] if base.__module__ == "tvmffi.dataclasses.enum")
+            *(
+                vars(base)
+                for base in ours.__mro__[1:]
+                if base.__module__ == "tvmffi.dataclasses.enum"
+            )
         )
         lacking = sorted(set(official_names) - _CLASS_MACHINERY - given)
         lacking = [n for n in lacking if not n.startswith("__tvm_ffi_stub")]

@@ -7,7 +7,7 @@ from . import _lib  # must load libtvm_ffi before the extension is imported
 
 # isort: on
 # ---- registry, conversion, errors, support modules (official names; w13c) -------
-from . import _core, core, dataclasses, libinfo, registry, utils
+from . import _core, _version, core, dataclasses, libinfo, registry, utils
 from ._convert import convert, convert_func
 from ._core import Object
 from .container import Array, Dict, List, Map, Shape
@@ -288,12 +288,8 @@ def __getattr__(name: str) -> object:
 
         return importlib.import_module("." + name, __name__)
     if name in ("__version__", "__version_tuple__"):
-        from . import _version  # import-time: importlib.metadata, on first use
-
         return getattr(_version, name)
     if name == "__tvmffi_version__":
-        from . import _version
-
         return _version.tvmffi_version()
     if name == "LIB":
         return _lib.load_library(_lib.lib_path())

@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
+from ._core import KwargsWrapper
 from .function import (
     _cached_global_func,
     get_global_func,
@@ -368,8 +369,6 @@ def kwargs_binder(func: Any) -> Any:
     parameters the metadata names (codegen's ``params``, or ``arg_names``) are then
     bound by name, every one required, with Python's errors naming the function.
     """
-    from ._core import KwargsWrapper
-
     found = _binder_names(func)
     binder = None
     if found is not None:

@@ -43,7 +43,7 @@ def _deep_copy(obj: Any, memo: Any = None) -> Any:
     except RuntimeError as err:
         if not any(kind in str(err) for kind in _PICKLED_TYPES):
             raise
-        import pickle  # only here: a rare path, kept off the import of tvmffi
+        import pickle  # import-time: pickle and _compat_pickle, only on this rare path
 
         made = pickle.loads(pickle.dumps(obj, protocol=5))
     if memo is not None:

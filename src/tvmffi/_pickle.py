@@ -46,8 +46,25 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from . import _core
+from . import _core, _function_doc, container
+from ._build.private import check_private, make_private_dir, strip_shared_write
 from ._core import Function, Object, Tensor
+from .codegen._library import _BUILT, signature_of
+from .codegen._spec import Signature
+from .function import _cached_global_func
+from .module import (
+    Module,
+    _file_identity,
+    _loaded_from,
+    _loaded_identity,
+    _source_of,
+    load_module,
+    system_lib,
+)
+from .object import get_fields
+from .registry import list_global_func_names
+from .serialization import from_json_graph_str
+from .tensor import from_dlpack
 
 __all__ = ["device_tensors_through_host", "reduce", "reduce_graph"]
 
@@ -77,7 +94,6 @@ def reduce(obj: Object) -> tuple[Any, ...] | None:
         return _reduce_tensor(obj)
     if isinstance(obj, Function):
         return _reduce_function(obj)
-    from .module import Module
 
     if isinstance(obj, Module):
         return _reduce_module(obj)
@@ -228,7 +244,6 @@ def _host_copy(t: Tensor) -> Tensor:
         raise TypeError(
             f"cannot copy a tensor on {t.device} to the host: that needs PyTorch"
         ) from None
-    from .tensor import from_dlpack
 
     host = torch.utils.dlpack.from_dlpack(t).to("cpu")
     return from_dlpack(host)
@@ -244,7 +259,6 @@ def _rebuild_device_tensor(host: Any, device_type: Any, index: Any) -> Tensor:
         raise RuntimeError(
             f"loading a tensor pickled from {device_type}:{index} needs PyTorch"
         ) from None
-    from .tensor import from_dlpack
 
     try:
         on_device = torch.utils.dlpack.from_dlpack(host).to(torch.device(device_type, index))
@@ -259,7 +273,6 @@ def _rebuild_device_tensor(host: Any, device_type: Any, index: Any) -> Tensor:
 def _reduce_function(f: Function) -> tuple[Any, ...]:
     """A module's function, else a global one (by name, even when Python registered
     it), else a Python callback (by its callable)."""
-    from .codegen._library import signature_of
 
     origin = _module_origin(f)
     if origin is not None:
@@ -279,7 +292,6 @@ def _reduce_function(f: Function) -> tuple[Any, ...]:
 def _module_origin(f: Function) -> Any:
     """Where a module function came from (``_function_doc``'s note), found by handle:
     ``f`` may be another wrapper of it (an item of an Array, a call's result)."""
-    from . import _function_doc
 
     entry = _function_doc._MODULE_FUNCS.get(id(f))
     if entry is not None and entry[0]() is f:
@@ -306,8 +318,6 @@ def _global_name(f: Function) -> str | None:
             if current is not None and current.__chandle__() == handle:
                 return name
         if attempt == 0:
-            from .registry import list_global_func_names
-
             _GLOBAL_NAMES.clear()
             for n in list_global_func_names():
                 g = _core.get_global_func(n, True)
@@ -335,9 +345,6 @@ def _rebuild_global(name: Any) -> Function:
 
 
 def _rebuild_module_function(module: Any, name: Any, sig: Any) -> Function:
-    from .codegen._library import _BUILT
-    from .codegen._spec import Signature
-    from .module import Module
 
     if not isinstance(module, Module) or not isinstance(name, str):
         raise TypeError("a pickled module function is a Module and a function name")
@@ -355,7 +362,6 @@ _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,200}\Z")
 
 
 def _reduce_module(mod: Any) -> tuple[Any, ...]:
-    from .module import _file_identity, _loaded_identity, _source_of
 
     source = _source_of(mod)
     if source is None:
@@ -383,7 +389,6 @@ def _reduce_module(mod: Any) -> tuple[Any, ...]:
 
 
 def _rebuild_system_lib(prefix: Any) -> Any:
-    from .module import system_lib
 
     if not isinstance(prefix, str):
         raise TypeError("a pickled system library's prefix must be a str")
@@ -414,7 +419,6 @@ def _private_folder(digest: str) -> str:
     """``<cache>/pickled/<digest>``, every level private to this user (as the build
     cache's): anyone else who could write there could swap the library between its
     check and its load. :class:`~tvmffi._build.private.UnsafeCacheError` otherwise."""
-    from ._build.private import make_private_dir
 
     folder = os.path.join(_cache_dir(), digest)
     for level in (_cache_root(), _cache_dir(), folder):
@@ -425,8 +429,6 @@ def _private_folder(digest: str) -> str:
 def _rebuild_library(name: Any, data: Any, digest: Any, origin: Any = None) -> Any:
     """The library of these bytes: the module this process already runs from ``origin``
     when that is the same file, else a private copy (``<cache>/pickled/<digest>/<name>``)."""
-    from ._build.private import check_private, strip_shared_write
-    from .module import _loaded_from, load_module
 
     if not isinstance(name, str) or not _FILE_NAME.match(name):
         raise ValueError(f"a pickled library's file name is malformed: {name!r}")
@@ -473,7 +475,6 @@ def reduce_graph(obj: Object) -> tuple[Any, ...]:
         return (_rebuild_container, (key, tuple(obj)))  # type: ignore[arg-type]
     if key in ("ffi.Map", "ffi.Dict"):
         return (_rebuild_container, (key, tuple(obj.items())))  # type: ignore[attr-defined]
-    from .object import get_fields
 
     fields = tuple((f.name, getattr(obj, f.name)) for f in get_fields(obj))
     return (_rebuild_object, (key, fields))
@@ -491,8 +492,6 @@ def graph_holds_native(text: str) -> bool:
 def holds_native(obj: Any) -> bool:
     """Whether an object's graph (containers, reflected fields) holds a tensor, function
     or module; each node is visited once (a List may hold itself)."""
-    from .module import Module
-    from .object import get_fields
 
     seen: set[int] = set()
     todo = [obj]
@@ -516,7 +515,6 @@ def holds_native(obj: Any) -> bool:
 
 def rebuild_from_graph(text: Any) -> Any:
     """An object of a generated class (no class to name), from its JSON graph."""
-    from .serialization import from_json_graph_str
 
     if not isinstance(text, str):
         raise TypeError("a pickled object's graph must be a str")
@@ -524,7 +522,6 @@ def rebuild_from_graph(text: Any) -> Any:
 
 
 def _rebuild_container(key: Any, items: Any) -> Any:
-    from . import container
 
     if key not in _CONTAINERS or not isinstance(items, tuple):
         raise ValueError(f"malformed pickled container {key!r}")
@@ -545,7 +542,6 @@ def _rebuild_object(key: Any, fields: Any) -> Any:
         isinstance(f, tuple) and len(f) == 2 and isinstance(f[0], str) for f in fields
     ):
         raise ValueError(f"a pickled {key} object's fields must be (name, value) pairs")
-    from .function import _cached_global_func
 
     args: list[Any] = [key]
     for name, value in fields:
@@ -581,8 +577,6 @@ def deep_copy_graph(obj: Object, memo: Any) -> Any:
         return memo[key]
     type_key = obj.type_key
     if type_key in ("ffi.List", "ffi.Dict"):
-        from . import container
-
         if type_key == "ffi.List":
             items = list(obj)  # type: ignore[call-overload]
             clone: Any = container.List()

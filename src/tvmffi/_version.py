@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-from . import _core
+from . import _core, hosting
 
 #: The distribution that ships the runtime tvmffi loads.
 RUNTIME_DISTRIBUTION = "apache-tvm-ffi"
@@ -51,7 +51,7 @@ def tvmffi_version() -> str:
     An in-place build of a checkout that was never installed has no metadata: the
     checkout's ``pyproject.toml`` (two directories above this package) answers.
     """
-    import importlib.metadata
+    import importlib.metadata  # import-time: ~15 ms (email.*, zipfile), once per process
 
     try:
         return importlib.metadata.version(DISTRIBUTION)
@@ -69,7 +69,6 @@ def tvmffi_version() -> str:
 
 def _hosted() -> bool:
     """Whether this module also answers ``tvm_ffi`` (hosting, or an alias of the name)."""
-    from . import hosting
 
     package = sys.modules.get(__package__ or "tvmffi")
     return hosting.is_hosted() or (package is not None and sys.modules.get("tvm_ffi") is package)

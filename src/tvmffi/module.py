@@ -17,6 +17,7 @@ module), so a cached entry never dangles.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import weakref
 from enum import IntEnum
@@ -548,8 +549,6 @@ def _loaded_identity(mod: Module) -> tuple[int, int, int, int] | None:
 def _loaded_from(path: str, digest: str) -> bool:
     """Whether a module this process loaded, and still holds, came from ``path`` with
     these bytes (its SHA-256 ``digest``), the file unchanged since."""
-    import hashlib
-
     for handle, (source, keeper) in list(_SOURCES.items()):
         if source != ("file", path) or (keeper is not None and keeper() is None):
             continue

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from . import _core, _function_doc
+from ._annotation import schema_of as _schema_of
 from ._core import Object
 from ._dunder import MISSING as _MISSING
 from ._dunder import install_init
 from ._repr import forget_layouts, print_graph
 from .function import _cached_global_func
-from ._annotation import schema_of as _schema_of
 from .type_schema import TypeSchema, _FromAbove
 
 __all__ = [

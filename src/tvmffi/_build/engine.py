@@ -26,10 +26,12 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -164,7 +166,6 @@ _POLL = 0.1
 
 
 def _holder_text() -> bytes:
-    import socket
 
     return f"{os.getpid()} {socket.gethostname()}\n".encode()
 
@@ -172,7 +173,6 @@ def _holder_text() -> bytes:
 def _dead_holder(path: str) -> str | None:
     """The lock file's holder ("<pid> <host>") when it is a process of this host that
     no longer exists; ``None`` otherwise (alive, another host, unknown)."""
-    import socket
 
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -195,7 +195,6 @@ def _dead_holder(path: str) -> str | None:
 def _build_lock(path: str) -> Iterator[None]:
     """Hold ``path``'s :class:`FileLock`, breaking it when its holder died and the
     file system kept the lock."""
-    import time
 
     lock = FileLock(path)
     dead_since: tuple[str, float] | None = None
@@ -321,7 +320,7 @@ def _run_parallel(commands: list[tuple[list[str], str]], note: str, job: Job) ->
     workers = max(1, min(len(commands), limit))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(lambda c: _run(c[0], job), commands))
-    for (cmd, src), proc in zip(commands, results):
+    for (cmd, src), proc in zip(commands, results, strict=True):
         if proc.returncode != 0:
             raise _failure("compiling", src, cmd, proc, note)
 
@@ -435,10 +434,8 @@ def _write_if_changed(path: str, text: str) -> None:
 
 
 def _remove(path: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.remove(path)
-    except FileNotFoundError:
-        pass
 
 
 def _verbosity(job: Job) -> int:

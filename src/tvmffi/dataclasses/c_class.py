@@ -18,6 +18,7 @@ from typing_extensions import Unpack, dataclass_transform
 from .. import _core
 from .._dunder import _install_dataclass_dunders
 from ..object import MISSING, TypeInfo, _lookup_type_attr, register_object
+from ..type_schema import TypeSchema
 from ._registration import add_type_attr_class_attrs, install_ffi_init_attr
 from .field import Field, _field_converter, field
 from .py_class import _DATACLASS_DEFAULTS, _FFI_TYPE_ATTR_NAMES, _DataclassOptions, _with_defaults
@@ -68,8 +69,6 @@ def _own_fields_as_dataclass_fields(cls: type, info: TypeInfo, frozen: bool) -> 
 def _enum_field_converters(info: TypeInfo) -> dict[str, Callable[[Any], Any]]:
     """The converter of each own field typed as an FFI enum (a payload -> its variant)."""
     converters = {}
-    from ..type_schema import TypeSchema
-
     for tf in info.fields or ():
         schema = tf.type_schema
         if isinstance(schema, dict):

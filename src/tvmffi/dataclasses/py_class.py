@@ -14,6 +14,7 @@ hook names (``__ffi_repr__``, ``__s_equal__``, ...) type attributes.
 from __future__ import annotations
 
 import inspect
+import json
 import sys
 import threading
 import typing
@@ -26,7 +27,8 @@ from typing_extensions import Unpack, dataclass_transform
 
 from .._dunder import _DUNDER_OPTIONS, _install_dataclass_dunders
 from .._lineage import _chain_fields
-from ..object import TypeInfo, _type_cls_to_type_info
+from ..object import TypeInfo, _lookup_type_attr, _type_cls_to_type_info
+from ..type_schema import TypeSchema
 from . import _registration
 from .field import KW_ONLY, Field, _field_converter, field, init_property
 
@@ -127,7 +129,6 @@ def _type_attr_names(cls: type) -> frozenset[str]:
 def _nearest_type_attr(ancestor: TypeInfo | None, name: str) -> Any:
     """``name``'s value on the closest of ``ancestor`` and its parents that has one; a
     Python class on the way whose body defines ``name`` (even as ``None``) ends the walk."""
-    from ..object import _lookup_type_attr
 
     while ancestor is not None:
         found = _lookup_type_attr(ancestor.type_index, name)
@@ -173,9 +174,7 @@ def _method_metadata(cls: type, func: Any, is_static: bool, localns: dict[str, A
     (the object first for an instance method); a bare ``Callable`` when the annotations
     do not resolve or the signature has ``*args``, ``**kwargs`` or keyword-only
     parameters (a packed call passes positions only)."""
-    import json
 
-    from ..type_schema import TypeSchema
 
     bare = json.dumps({"type_schema": TypeSchema("Callable").to_json()})
     globalns = getattr(sys.modules.get(cls.__module__), "__dict__", {})
@@ -305,7 +304,6 @@ def _resolve(annotation: Any, globalns: dict[str, Any], localns: dict[str, Any])
 def _schema_of(annotation: Any) -> Any:
     """The annotation's TypeSchema (``Any`` for a name not defined yet); an annotation
     that names no FFI type raises ``TypeError``, as officially."""
-    from ..type_schema import TypeSchema
 
     if annotation is None:
         return TypeSchema("Any")

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..utils import FileLock
+from ..utils.lockfile import FileLock
 
 __all__ = ["run_with_gpu_lock"]
 

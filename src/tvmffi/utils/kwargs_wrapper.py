@@ -119,7 +119,9 @@ def _signature_of(wrapper: Any, source: inspect.Signature | None, prototype: Any
         notes, ret = {}, inspect.Signature.empty
     params = []
     for i, name in enumerate(names):
-        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if i < n_pos else inspect.Parameter.KEYWORD_ONLY
+        kind = (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD if i < n_pos else inspect.Parameter.KEYWORD_ONLY
+        )
         params.append(
             inspect.Parameter(
                 name,
