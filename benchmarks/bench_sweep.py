@@ -578,6 +578,33 @@ def callgrind_table() -> str:
 # ---- main -------------------------------------------------------------------------
 
 
+def _save(tables: list[Table], header: str) -> None:
+    """``results/sweep.json`` (every table's rows), which ``benchmarks/plot.py`` draws."""
+    import json
+
+    from _harness import RESULTS_DIR
+
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    data = {
+        "date": str(datetime.date.today()),
+        "header": header,
+        "tables": [
+            {
+                "title": t.title,
+                "theirs": t.theirs,
+                "rows": [
+                    {"call": n, "ours_ns": o, "official_ns": off, "floor_ns": f}
+                    for n, o, off, f in t.rows
+                ],
+            }
+            for t in tables
+        ],
+    }
+    with open(os.path.join(RESULTS_DIR, "sweep.json"), "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the sweep and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -590,12 +617,13 @@ def main(argv: list[str] | None = None) -> None:
     names = ("nop", "echo", "add_one")
     env = testing_funcs(names, gil_kept=names)
     floor = floor_ns(env, number=50000)
-    print(
+    header = (
         f"{datetime.date.today()} on {machine()} ({os.cpu_count()} CPUs); "
         f"tvmffi {tvmffi.__tvmffi_version__}, "
         f"tvm_ffi {tvm_ffi.__version__}; min of {repeats} interleaved repeats; "
         f"floor = `abs(1)` {floor:.0f} ns"
     )
+    print(header)
     tables: list[Table] = []
     if not only or "values" in only:
         tables += sweep_values(env, args.quick, repeats, floor)
@@ -611,6 +639,7 @@ def main(argv: list[str] | None = None) -> None:
             tables.append(peers)
     for table in tables:
         print(table.render())
+    _save(tables, header)
     if args.callgrind and shutil.which("valgrind"):
         print(callgrind_table())
 

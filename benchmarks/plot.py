@@ -6,7 +6,8 @@ the JSON files the benchmarks write (``benchmarks/results/<name>.json``,
 
 - ``speed.svg``: the README's speed table (rows picked from the calls, objects, tensors
   and modules results), the chart docs/performance.md opens with;
-- ``<name>.svg``: every row of each results file.
+- ``<name>.svg``: every row of each results file; ``sweep.svg``: every row of the sweep
+  (``bench_sweep.py``) as a fraction of the other binding's time, table by table.
 
 Each chart is dated with its measurement's date. The SVGs are reproducible (no creation
 date, a fixed id salt), so an unchanged result leaves them unchanged.
@@ -96,6 +97,38 @@ def chart(rows: list[tuple[str, float, float]], title: str, out: Path) -> None:
     plt.close(fig)
 
 
+def sweep_chart(data: dict[str, Any], out: Path) -> None:
+    """The sweep: each row's time as a fraction of the other binding's, one dot per row,
+    the tables one above the other (``results/sweep.json``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams["svg.hashsalt"] = "tvmffi"
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    tables = [t for t in data["tables"] if t["rows"]]
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(tables) + 1.5))
+    for y, table in zip(range(len(tables))[::-1], tables, strict=True):
+        ratios = [r["ours_ns"] / r["official_ns"] for r in table["rows"] if r["official_ns"]]
+        jitter = [((i % 5) - 2) * 0.06 for i in range(len(ratios))]
+        ax.scatter(ratios, [y + j for j in jitter], s=14, color=OURS_COLOR, alpha=0.7)
+    ax.axvline(1.0, color="#888888", linewidth=1)
+    ax.axvline(0.5, color="#888888", linewidth=1, linestyle=":")
+    labels = [f"{t['title'].replace('`', '')} (vs {t['theirs']}, {len(t['rows'])} rows)"
+              for t in tables]  # fmt: skip
+    ax.set_yticks(range(len(tables))[::-1])
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_xlim(0, 1.3)
+    ax.set_xlabel("time per call, tvmffi / the other binding (1.0: equal; lower is better)")
+    ax.set_title(f"bench_sweep.py: every row (measured {data['date']})", fontsize=10)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> list[Path]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS)
@@ -110,6 +143,10 @@ def main(argv: list[str] | None = None) -> list[Path]:
         written.append(out)
     for name, data in results.items():
         out = args.out / f"{name}.svg"
+        if "tables" in data:  # the sweep
+            sweep_chart(data, out)
+            written.append(out)
+            continue
         rows = [(r["call"], r["ours_ns"], r["official_ns"]) for r in data["rows"]]
         chart(rows, f"bench_{name}.py: ns per call (measured {data['date']})", out)
         written.append(out)

@@ -7,6 +7,8 @@ a file. The build is offline (no intersphinx) and warnings are errors.
 
 from __future__ import annotations
 
+import importlib.util
+
 import tvmffi
 
 project = "tvmffi"
@@ -40,9 +42,10 @@ nitpicky = False
 suppress_warnings = ["myst.xref_missing", "ref.python"]
 
 highlight_language = "text"
-# Furo: code blocks scroll sideways instead of being cut at the page's edge (alabaster
-# cut them), and the layout follows the window's width.
-html_theme = "furo"
+# Furo (the docs extra; `make docs` installs it): code blocks scroll sideways instead of
+# being cut at the page's edge (alabaster cut them), and the layout follows the window's
+# width. A venv made before furo joined the extra still builds, with Sphinx's default.
+html_theme = "furo" if importlib.util.find_spec("furo") is not None else "alabaster"
 html_title = f"tvmffi {release}"
 
 

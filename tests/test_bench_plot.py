@@ -51,3 +51,18 @@ def test_committed_results_and_charts_agree_and_the_performance_page_opens_with_
     page = (ROOT / "docs" / "performance.md").read_text().splitlines()
     first = next(line for line in page[1:] if line.strip())
     assert first.startswith("![") and "_static/charts/speed.svg" in first
+
+
+def test_the_sweep_chart_has_a_dot_per_row(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    rows = [{"call": f"nop({i})", "ours_ns": 30.0 + i, "official_ns": 80.0, "floor_ns": 12.0}
+            for i in range(7)]  # fmt: skip
+    data = {"date": "2031-01-02", "header": "", "tables": [
+        {"title": "Arguments", "theirs": "tvm_ffi", "rows": rows}]}  # fmt: skip
+    (results / "sweep.json").write_text(json.dumps(data))
+    out = tmp_path / "charts"
+    written = _plot().main(["--results", str(results), "--out", str(out)])  # type: ignore[attr-defined]
+    assert [p.name for p in written] == ["sweep.svg"]  # no README row: no speed chart
+    svg = (out / "sweep.svg").read_text()
+    assert "measured 2031-01-02" in svg and "Arguments (vs tvm_ffi, 7 rows)" in svg

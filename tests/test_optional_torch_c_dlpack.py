@@ -130,6 +130,7 @@ def test_torch_without_the_api_and_the_switch_off_keeps_the_python_protocol() ->
     assert _run_old_torch(TVM_FFI_DISABLE_TORCH_C_DLPACK="1") == ["protocol", "False"]
 
 
+@pytest.mark.slow  # compiles a torch C++ extension (minutes on two cores)
 def test_torch_without_the_api_builds_the_addon_once_into_the_cache(tmp_path: object) -> None:
     # No addon package build for this torch: the addon is compiled against the installed
     # torch by the official build script, into the cache under the official name, and
