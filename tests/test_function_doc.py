@@ -117,7 +117,9 @@ def test_codegen_function_uses_parameter_names() -> None:
     scale(alpha=0.5, x=x)
     scale(x, alpha=3.0)
     assert x.tolist() == [3.0, 3.0, 3.0]
-    with pytest.raises(TypeError, match=r"^scale\(\) missing 1 required positional argument: 'alpha'$"):
+    with pytest.raises(
+        TypeError, match=r"^scale\(\) missing 1 required positional argument: 'alpha'$"
+    ):
         scale(x=x)
     with pytest.raises(TypeError, match=r"^scale\(\) got an unexpected keyword argument 'beta'$"):
         scale(x, beta=1.0)

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tvmffi
-import tvmffi.testing  # noqa: F401  (registers testing.*)
+import tvmffi.testing
 from tvmffi.utils.kwargs_wrapper import make_kwargs_wrapper, make_kwargs_wrapper_from_signature
 
 
@@ -59,7 +59,9 @@ def _signatures(draw: Any) -> tuple[list[str], int, list[str], dict[str, int]]:
     return pos, n_defaults, kwonly, kw_defaults
 
 
-def _make_def(pos: list[str], n_defaults: int, kwonly: list[str], kw_defaults: dict[str, int]) -> Any:
+def _make_def(
+    pos: list[str], n_defaults: int, kwonly: list[str], kw_defaults: dict[str, int]
+) -> Any:
     """A real def with that signature returning its parameters' values in order."""
     parts = []
     first_default = len(pos) - n_defaults
@@ -98,9 +100,13 @@ def test_binds_like_a_def(
 
 def test_errors_name_the_parameter_and_the_wrapper() -> None:
     w = make_kwargs_wrapper(collect, ["src", "dst"], (0,), ["scale"])
-    with pytest.raises(TypeError, match=r"^wrapper\(\) missing 1 required positional argument: 'src'$"):
+    with pytest.raises(
+        TypeError, match=r"^wrapper\(\) missing 1 required positional argument: 'src'$"
+    ):
         w(scale=1)
-    with pytest.raises(TypeError, match=r"^wrapper\(\) missing 1 required keyword-only argument: 'scale'$"):
+    with pytest.raises(
+        TypeError, match=r"^wrapper\(\) missing 1 required keyword-only argument: 'scale'$"
+    ):
         w(1)
     with pytest.raises(TypeError, match=r"^wrapper\(\) got an unexpected keyword argument 'dest'$"):
         w(1, dest=2, scale=1)
@@ -113,7 +119,9 @@ def test_errors_name_the_parameter_and_the_wrapper() -> None:
         pass
 
     named = make_kwargs_wrapper(collect, ["src", "dst"], prototype=launch)
-    with pytest.raises(TypeError, match=r"launch\(\) missing 1 required positional argument: 'dst'"):
+    with pytest.raises(
+        TypeError, match=r"launch\(\) missing 1 required positional argument: 'dst'"
+    ):
         named(1)
 
 
@@ -123,7 +131,7 @@ def test_metadata_signature_and_method_binding() -> None:
         return ()
 
     w = make_kwargs_wrapper_from_signature(collect, inspect.signature(proto), proto)
-    assert w.__name__ == "proto" and w.__doc__ == "Doc of proto." and w.__wrapped__ is proto
+    assert w.__name__ == "proto" and w.__doc__ == "Doc of proto." and getattr(w, "__wrapped__") is proto
     assert w.__module__ == __name__ and w.__annotations__ == proto.__annotations__
     assert inspect.signature(w) == inspect.signature(proto)
     # Without a prototype: the real defaults, where the official binding shows <MISSING>.
@@ -215,7 +223,9 @@ def test_no_reference_leaks() -> None:
 
 
 def test_threads_share_one_wrapper() -> None:
-    w = make_kwargs_wrapper(collect, ["a", "p"], (0,), ["k"], {"k": 1}, map_dataclass_to_tuple=["p"])
+    w = make_kwargs_wrapper(
+        collect, ["a", "p"], (0,), ["k"], {"k": 1}, map_dataclass_to_tuple=["p"]
+    )
     errors: list[BaseException] = []
 
     def work(i: int) -> None:
@@ -237,7 +247,7 @@ def test_bad_tables_are_refused() -> None:
     from tvmffi._core import KwargsWrapper
 
     with pytest.raises(TypeError):
-        KwargsWrapper(collect, ["a"], 1, {}, ())  # names must be a tuple
+        KwargsWrapper(collect, ["a"], 1, {}, ())  # names must be a tuple  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="n_pos"):
         KwargsWrapper(collect, ("a",), 2, {}, ())
     with pytest.raises(ValueError, match="without a default follows"):

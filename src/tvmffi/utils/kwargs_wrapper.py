@@ -119,7 +119,9 @@ def _signature_of(wrapper: Any, source: inspect.Signature | None, prototype: Any
         notes, ret = {}, inspect.Signature.empty
     params = []
     for i, name in enumerate(names):
-        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if i < n_pos else inspect.Parameter.KEYWORD_ONLY
+        kind = (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD if i < n_pos else inspect.Parameter.KEYWORD_ONLY
+        )
         params.append(
             inspect.Parameter(
                 name,
@@ -151,7 +153,7 @@ def _build(
     else:  # what a def named ``wrapper`` reports
         wrapper.__name__ = wrapper.__qualname__ = "wrapper"
         wrapper.__doc__ = None
-        wrapper.__module__ = None
+        wrapper.__module__ = None  # type: ignore[assignment]
         wrapper.__annotations__ = {}
     wrapper.__signature__ = _signature_of(wrapper, source, prototype)
     result: Callable[..., Any] = wrapper
