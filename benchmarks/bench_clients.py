@@ -132,6 +132,10 @@ def _cutedsl_worker(repeats: int) -> dict[str, float]:
     import cutlass.cute as cute
     import torch
 
+    # The annotations below are strings (PEP 563): CuTe DSL evaluates them in this
+    # module's globals.
+    globals().update(cutlass=cutlass, cute=cute)
+
     @dataclasses.dataclass
     class Params:
         u: cutlass.Int32
