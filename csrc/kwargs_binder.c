@@ -356,10 +356,7 @@ static PyObject* wrapper_new(PyTypeObject* type, PyObject* args, PyObject* kwarg
       check_names(names, n_pos) != 0) {
     return NULL;
   }
-  if (target != Py_None && !PyCallable_Check(target)) {
-    PyErr_SetString(PyExc_TypeError, "target must be callable");
-    return NULL;
-  }
+  /* A target that is not callable fails when called, as a def calling it would. */
   Py_ssize_t n = PyTuple_GET_SIZE(names);
   KwargsWrapper* w = PyObject_GC_NewVar(KwargsWrapper, type, n);
   if (w == NULL) return NULL;

@@ -131,7 +131,8 @@ def test_metadata_signature_and_method_binding() -> None:
         return ()
 
     w = make_kwargs_wrapper_from_signature(collect, inspect.signature(proto), proto)
-    assert w.__name__ == "proto" and w.__doc__ == "Doc of proto." and w.__wrapped__ is proto
+    assert w.__name__ == "proto" and w.__doc__ == "Doc of proto."
+    assert w.__wrapped__ is proto  # type: ignore[attr-defined]
     assert w.__module__ == __name__ and w.__annotations__ == proto.__annotations__
     assert inspect.signature(w) == inspect.signature(proto)
     # Without a prototype: the real defaults, where the official binding shows <MISSING>.
@@ -247,7 +248,7 @@ def test_bad_tables_are_refused() -> None:
     from tvmffi._core import KwargsWrapper
 
     with pytest.raises(TypeError):
-        KwargsWrapper(collect, ["a"], 1, {}, ())  # names must be a tuple
+        KwargsWrapper(collect, ["a"], 1, {}, ())  # type: ignore[arg-type]  # not a tuple
     with pytest.raises(ValueError, match="n_pos"):
         KwargsWrapper(collect, ("a",), 2, {}, ())
     with pytest.raises(ValueError, match="without a default follows"):

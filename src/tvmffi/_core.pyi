@@ -136,6 +136,32 @@ class CAny:
 
 def _to_py_class_value(value: CAny) -> Any: ...
 
+# ---- kwargs_binder.c / dataclass_unpack.c --------------------------------------
+class KwargsWrapper:
+    """Binds positional and keyword arguments to a parameter table, then calls its
+    target with every value positional (make_kwargs_wrapper makes them)."""
+
+    __name__: str
+    __qualname__: str
+    __wrapped_target__: Any
+    __signature__: Any
+    __annotations__: dict[str, Any]
+    def __init__(
+        self,
+        target: Any,
+        names: tuple[str, ...],
+        n_pos: int,
+        defaults: dict[str, Any],
+        unpack: tuple[str, ...],
+    ) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __get__(self, obj: Any, owner: Any = None) -> Any: ...
+    @property
+    def _table(self) -> tuple[Any, tuple[str, ...], int, dict[str, Any], list[str]]: ...
+    def __reduce__(self) -> Any: ...
+
+def unpack_dataclass_to_tuple(x: Any) -> Any: ...
+
 # ---- error_object.c ----------------------------------------------------------
 def _error_init(self: Object, kind: str, message: str, backtrace: str) -> None: ...
 def _error_fields(error: Object) -> tuple[str, str, str]: ...

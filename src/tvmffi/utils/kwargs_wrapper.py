@@ -21,7 +21,7 @@ import functools
 import inspect
 import keyword
 import pickle
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .._core import KwargsWrapper
@@ -33,31 +33,78 @@ __all__ = ["MISSING", "make_kwargs_wrapper", "make_kwargs_wrapper_from_signature
 # signature accepted by one binding is accepted by the other.
 _RESERVED = frozenset({"__i_target_func", "__i_MISSING", "__i_unpack"})
 
-
-def _check_unique(names: list[Any], what: str) -> None:
-    seen: set[Any] = set()
-    for name in names:
-        try:
-            if name in seen:
-                raise ValueError(f"Duplicate {what} names found in: {names!r}")
-            seen.add(name)
-        except TypeError:  # an unhashable name: reported by _check_name
-            continue
+_STARS: dict[Any, str] = {
+    inspect.Parameter.VAR_POSITIONAL: "*args",
+    inspect.Parameter.VAR_KEYWORD: "**kwargs",
+}
 
 
-def _check_name(name: Any, what: str) -> None:
+# The official binding's wording of each problem of a parameter table.
+_PROBLEMS: dict[str, tuple[type[Exception], str]] = {
+    "repeat": (ValueError, "Duplicate {what} names found in: {names!r}"),
+    "not_str": (TypeError, "{label} name must be a string, got {tname}: {name!r}"),
+    "not_ident": (ValueError, "Invalid {what} name: {name!r} is not a valid Python identifier"),
+    "keyword": (
+        ValueError,
+        "Invalid {what} name: {name!r} is a Python keyword and cannot be used as a parameter name",
+    ),
+    "defaults_type": (TypeError, "arg_defaults must be a tuple, got {tname}"),
+    "defaults_len": (
+        ValueError,
+        "arg_defaults has {count} values but only {npos} positional arguments",
+    ),
+    "stray": (ValueError, "Default provided for '{name}' which is not in kwonly_names: {names!r}"),
+    "both": (ValueError, "Arguments cannot be both positional and keyword-only: {names!r}"),
+    "reserved": (
+        ValueError,
+        "Argument names conflict with internal names: {names!r}. "
+        'Please avoid using names starting with "__i_"',
+    ),
+}
+
+
+def _problem(key: str, **fields: Any) -> Exception:
+    cls, template = _PROBLEMS[key]
+    return cls(template.format(**fields))
+
+
+def _repeats(names: list[Any]) -> bool:
+    """Whether a name occurs twice (unhashable names are left to the type check)."""
+    hashable = [n for n in names if getattr(type(n), "__hash__", None) is not None]
+    return len(set(hashable)) != len(hashable)
+
+
+def _name_kind(name: Any) -> str | None:
     if not isinstance(name, str):
-        raise TypeError(
-            f"{what[0].upper()}{what[1:]} name must be a string, got {type(name).__name__}: "
-            f"{name!r}"
-        )
+        return "not_str"
     if not name.isidentifier():
-        raise ValueError(f"Invalid {what} name: {name!r} is not a valid Python identifier")
-    if keyword.iskeyword(name):
-        raise ValueError(
-            f"Invalid {what} name: {name!r} is a Python keyword and cannot be used as a "
-            "parameter name"
-        )
+        return "not_ident"
+    return "keyword" if keyword.iskeyword(name) else None
+
+
+def _table_errors(
+    pos: list[Any], defaults: Any, kwonly: list[Any], kw_defaults: dict[Any, Any]
+) -> Iterator[Exception]:
+    """The problems of a parameter table, lazily, in the order the official binding
+    reports them (the first one is raised)."""
+    groups = (("argument", pos), ("keyword-only argument", kwonly))
+    yield from (_problem("repeat", what=w, names=ns) for w, ns in groups if _repeats(ns))
+    for what, names in groups:
+        for name in names:
+            kind = _name_kind(name)
+            if kind is not None:
+                label = what[:1].upper() + what[1:]
+                yield _problem(kind, what=what, label=label, name=name, tname=type(name).__name__)
+    if not isinstance(defaults, tuple):
+        yield _problem("defaults_type", tname=type(defaults).__name__)
+    elif len(defaults) > len(pos):
+        yield _problem("defaults_len", count=len(defaults), npos=len(pos))
+    for key in (k for k in kw_defaults if k not in kwonly):
+        yield _problem("stray", name=key, names=kwonly)
+    shared = set(pos) & set(kwonly)
+    taken = {*pos, *kwonly} & _RESERVED
+    yield from [_problem("both", names=shared)] if shared else []
+    yield from [_problem("reserved", names=taken)] if taken else []
 
 
 def _check_table(
@@ -66,34 +113,9 @@ def _check_table(
     kwonly_names: list[str],
     kwonly_defaults: dict[str, Any],
 ) -> None:
-    """Refuse a parameter table no ``def`` could have, in the official binding's order."""
-    _check_unique(arg_names, "argument")
-    _check_unique(kwonly_names, "keyword-only argument")
-    for name in arg_names:
-        _check_name(name, "argument")
-    for name in kwonly_names:
-        _check_name(name, "keyword-only argument")
-    if not isinstance(arg_defaults, tuple):
-        raise TypeError(f"arg_defaults must be a tuple, got {type(arg_defaults).__name__}")
-    if len(arg_defaults) > len(arg_names):
-        raise ValueError(
-            f"arg_defaults has {len(arg_defaults)} values but only {len(arg_names)} "
-            "positional arguments"
-        )
-    for key in kwonly_defaults:
-        if key not in kwonly_names:
-            raise ValueError(
-                f"Default provided for '{key}' which is not in kwonly_names: {kwonly_names!r}"
-            )
-    both = set(arg_names) & set(kwonly_names)
-    if both:
-        raise ValueError(f"Arguments cannot be both positional and keyword-only: {both!r}")
-    reserved = _RESERVED.intersection([*arg_names, *kwonly_names])
-    if reserved:
-        raise ValueError(
-            f"Argument names conflict with internal names: {reserved!r}. "
-            'Please avoid using names starting with "__i_"'
-        )
+    """Refuse a parameter table no ``def`` could have."""
+    for error in _table_errors(arg_names, arg_defaults, kwonly_names, kwonly_defaults):
+        raise error
 
 
 def _annotations_of(prototype: Any) -> tuple[dict[str, Any], Any]:
@@ -153,7 +175,7 @@ def _build(
     else:  # what a def named ``wrapper`` reports
         wrapper.__name__ = wrapper.__qualname__ = "wrapper"
         wrapper.__doc__ = None
-        wrapper.__module__ = None
+        wrapper.__module__ = None  # type: ignore[assignment]
         wrapper.__annotations__ = {}
     wrapper.__signature__ = _signature_of(wrapper, source, prototype)
     result: Callable[..., Any] = wrapper
@@ -271,32 +293,24 @@ def make_kwargs_wrapper_from_signature(
         If the signature has a ``*args`` or ``**kwargs`` parameter.
 
     """
-    excluded = set(exclude_arg_names) if exclude_arg_names is not None else set()
-    arg_names: list[str] = []
-    arg_defaults: list[Any] = []
-    kwonly_names: list[str] = []
-    kwonly_defaults: dict[str, Any] = {}
-    for param in signature.parameters.values():
-        if param.name in excluded:
-            continue
-        if param.kind is inspect.Parameter.VAR_POSITIONAL:
-            raise ValueError(f"*args not supported in the wrapped signature (*{param.name})")
-        if param.kind is inspect.Parameter.VAR_KEYWORD:
-            raise ValueError(f"**kwargs not supported in the wrapped signature (**{param.name})")
-        has_default = param.default is not inspect.Parameter.empty
-        if param.kind is inspect.Parameter.KEYWORD_ONLY:
-            kwonly_names.append(param.name)
-            if has_default:
-                kwonly_defaults[param.name] = param.default
-        else:
-            arg_names.append(param.name)
-            if has_default:
-                arg_defaults.append(param.default)
-    _check_table(arg_names, tuple(arg_defaults), kwonly_names, kwonly_defaults)
+    skip = frozenset(exclude_arg_names or ())
+    params = [p for p in signature.parameters.values() if p.name not in skip]
+    for p in params:
+        star = _STARS.get(p.kind)
+        if star is not None:
+            raise ValueError(f"{star} not supported in the wrapped signature ({p})")
+    empty = inspect.Parameter.empty
+    by_keyword = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    by_position = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    arg_names = [p.name for p in by_position]
+    arg_defaults = tuple(p.default for p in by_position if p.default is not empty)
+    kwonly_names = [p.name for p in by_keyword]
+    kwonly_defaults = {p.name: p.default for p in by_keyword if p.default is not empty}
+    _check_table(arg_names, arg_defaults, kwonly_names, kwonly_defaults)
     return _build(
         target_func,
         arg_names,
-        tuple(arg_defaults),
+        arg_defaults,
         kwonly_names,
         kwonly_defaults,
         prototype,

@@ -26,6 +26,7 @@ def _unlock(fd: int) -> None:
     else:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
+
 __all__ = ["FileLock"]
 
 

@@ -95,20 +95,35 @@ def _extract_dataclass_to_tuple_schema(cls: type) -> DataclassToTupleSchema:
     return _schema_of(cls, {cls})
 
 
+def _key_problem(name: object) -> Exception | None:
+    """What is wrong with a schema key, as the exception to raise (or ``None``)."""
+    if not isinstance(name, str):
+        return TypeError(f"Schema field name must be a string, got {type(name).__name__}")
+    if not name.isidentifier():
+        return ValueError(f"Schema field name {name!r} is not a valid Python identifier")
+    return (
+        ValueError(f"Schema field name {name!r} is a Python keyword")
+        if keyword.iskeyword(name)
+        else None
+    )
+
+
 def _validate_dataclass_to_tuple_schema(schema: DataclassToTupleSchema) -> None:
     """Check that ``schema`` is a schema: a dict of identifiers (not keywords) to
-    ``None``, ``"unpack"`` or a nested schema. ``TypeError``/``ValueError`` otherwise."""
-    if not isinstance(schema, dict):
-        raise TypeError(f"DataclassToTupleSchema must be a dict, got {type(schema).__name__}")
-    for name, entry in schema.items():
-        if not isinstance(name, str):
-            raise TypeError(f"Schema field name must be a string, got {type(name).__name__}")
-        if not name.isidentifier():
-            raise ValueError(f"Schema field name {name!r} is not a valid Python identifier")
-        if keyword.iskeyword(name):
-            raise ValueError(f"Schema field name {name!r} is a Python keyword")
-        if entry is not None and entry != UNPACK:
-            _validate_dataclass_to_tuple_schema(entry)
+    ``None``, ``"unpack"`` or a nested schema. ``TypeError``/``ValueError`` otherwise.
+
+    Walked with a work list (nesting depth costs no Python recursion)."""
+    pending: list[Any] = [schema]
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, dict):
+            kind = type(node).__name__
+            raise TypeError(f"DataclassToTupleSchema must be a dict, got {kind}")
+        problems = (_key_problem(key) for key in node)
+        found = next((p for p in problems if p is not None), None)
+        if found is not None:
+            raise found
+        pending.extend(v for v in node.values() if v is not None and v != UNPACK)
 
 
 def _dataclass_plan(cls: type) -> tuple[tuple[str, bool], ...] | None:
