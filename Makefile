@@ -97,6 +97,7 @@ lint: $(VENV)/.test-deps
 # `make test-aarch64`: that wheel and the aarch64 wheels of the test dependencies in a venv
 # of the root, the suite run there under qemu-user-static (torch, jax and TVM tests skip).
 # Slow under emulation, so not part of `make test`; the apt packages install here.
+# AARCH64_TESTS="tests/test_x.py ..." runs those files only.
 ARCH ?=
 AARCH64_CROSS := $(if $(and $(filter aarch64,$(ARCH)),$(filter-out aarch64,$(shell uname -m))),yes)
 AARCH64_APT := crossbuild-essential-arm64 qemu-user-static binfmt-support mmdebstrap
@@ -110,7 +111,7 @@ $(AARCH64_APT_STAMP):
 .PHONY: test-aarch64
 test-aarch64: $(VENV)/.release-deps $(AARCH64_APT_STAMP)
 	$(PY) tools/aarch64.py wheel --out dist $(ALL_PYTHONS)
-	$(PY) tools/aarch64.py test --dist dist
+	$(PY) tools/aarch64.py test --dist dist $(AARCH64_TESTS)
 
 # ---- distribution ------------------------------------------------------------------
 # CPython 3.10-3.15 interpreters: pyenv's where present (3.10-3.13 in CI), else the venv's

@@ -125,7 +125,7 @@ def test_install_text_agrees() -> None:
     for text in (readme, start):
         assert "not on PyPI" in text
         assert "pip install .  " in text
-        assert "pip install --no-index --find-links dist tvmffi" in text
+        assert "pip install --find-links dist --only-binary tvmffi tvmffi" in text
         assert "PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu" in text
         assert "PIP_FIND_LINKS=" in text
         assert not re.search(r"^\s*pip install tvmffi\s*$", text, re.M)  # not on any index

@@ -30,6 +30,7 @@ import argparse
 import glob
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -43,8 +44,9 @@ WORK = os.path.join(ROOT, "build", "aarch64")
 DEBIAN_ROOT = os.path.join(WORK, "root")
 TRIPLET = "aarch64-linux-gnu"
 # The arm64 root: its CPython with headers and venv, a compiler for the test fixtures
-# (tests/module_fixtures, tests/native_helper.c), CA certificates for pip.
-ROOT_PACKAGES = ["python3", "python3-dev", "python3-venv", "build-essential", "ca-certificates"]
+# (tests/module_fixtures, tests/native_helper.c). No CA certificates: pip there installs
+# from a wheelhouse only.
+ROOT_PACKAGES = ["python3", "python3-dev", "python3-venv", "build-essential"]
 # What the suite imports besides tvmffi (tools/test_pythons.py's light set).
 TEST_DEPS = ["pytest>=7", "numpy>=1.24", "hypothesis>=6", "ml_dtypes>=0.5"]
 # Where the suite runs inside the root.
@@ -111,8 +113,10 @@ def in_root(cmd: str, env: dict[str, str] | None = None) -> None:
             if not os.path.ismount(target):
                 run(["mount", "-t", fs, fs, target])
                 mounted.append(target)
-        clean = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
-        run(["chroot", DEBIAN_ROOT, "/bin/sh", "-ec", cmd], env={**clean, **(env or {})})
+        clean = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": "/root",
+                 "LANG": "C.UTF-8"}
+        chroot = shutil.which("chroot") or "/usr/sbin/chroot"  # looked up on the host's PATH
+        run([chroot, DEBIAN_ROOT, "/bin/sh", "-ec", cmd], env={**clean, **(env or {})})
     finally:
         # Unmounted again: `make clean` removes build/ with rm -rf.
         for target in reversed(mounted):
@@ -224,7 +228,7 @@ def build_wheel(pythons: list[str], out: str) -> str:
     return made
 
 
-def test(dist: str) -> int:
+def test(dist: str, pytest_args: list[str]) -> int:
     version = make_root()
     nodot = version.replace(".", "")
     wheels = glob.glob(os.path.join(dist, f"tvmffi-*-cp{nodot}-cp{nodot}-manylinux*_aarch64.whl"))
@@ -253,7 +257,8 @@ def test(dist: str) -> int:
         f"{' '.join(repr(r) for r in TEST_DEPS)} tvmffi\n"
         "venv/bin/python -c 'import platform, tvmffi; "
         "print(platform.machine(), tvmffi.__file__)'\n"
-        "exec venv/bin/python -m pytest -q -p no:cacheprovider tests",
+        "exec venv/bin/python -m pytest -q -p no:cacheprovider "
+        + " ".join(shlex.quote(a) for a in pytest_args or ["tests"]),
         env={"TVMFFI_SKIP_WHEEL": "1"},
     )
     return 0
@@ -267,12 +272,13 @@ def main() -> None:
     w.add_argument("pythons", nargs="+", help="x86_64 CPythons (one of the root's version)")
     t = sub.add_parser("test", help="run the suite on aarch64 (qemu) with the wheel from DIST")
     t.add_argument("--dist", default=os.path.join(ROOT, "dist"))
+    t.add_argument("pytest_args", nargs="*", help="instead of `tests`: files, -k, ...")
     args = parser.parse_args()
     if args.command == "wheel":
         os.makedirs(args.out, exist_ok=True)
         build_wheel(args.pythons, os.path.abspath(args.out))
     else:
-        sys.exit(test(os.path.abspath(args.dist)))
+        sys.exit(test(os.path.abspath(args.dist), args.pytest_args))
 
 
 if __name__ == "__main__":
