@@ -7,7 +7,7 @@ from . import _lib  # must load libtvm_ffi before the extension is imported
 
 # isort: on
 # ---- registry, conversion, errors, support modules (official names; w13c) -------
-from . import _core, _version, core, dataclasses, libinfo, registry, utils
+from . import _core, core, dataclasses, libinfo, registry, utils
 from ._convert import convert, convert_func
 from ._core import Object
 from .container import Array, Dict, List, Map, Shape
@@ -287,10 +287,13 @@ def __getattr__(name: str) -> object:
         import importlib  # import-time: the lazy submodules above, on first use
 
         return importlib.import_module("." + name, __name__)
-    if name in ("__version__", "__version_tuple__"):
+    if name in ("__version__", "__version_tuple__", "__tvmffi_version__"):
+        # import-time: tvm_ffi._version is a lazy submodule officially (test_attribute_parity)
+        from . import _version
+
+        if name == "__tvmffi_version__":
+            return _version.tvmffi_version()
         return getattr(_version, name)
-    if name == "__tvmffi_version__":
-        return _version.tvmffi_version()
     if name == "LIB":
         return _lib.load_library(_lib.lib_path())
     raise AttributeError(f"module 'tvmffi' has no attribute {name!r}")
