@@ -6,6 +6,7 @@ container classes and the ABI-header generator share.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .function import _cached_global_func
@@ -31,6 +32,14 @@ def _chain_fields(info: Any) -> list[Any]:
 _PICKLED_TYPES = ('"ffi.Tensor"', '"ffi.Function"', '"ffi.Module"')
 
 
+class GraphCopy:
+    """How ``copy.deepcopy`` copies a graph ``ffi.DeepCopy`` refuses (it holds a tensor,
+    function or module): ``fallback(obj, memo)``, handed down by the pickling layer
+    (``tvmffi._pickle_hooks``), which sits above this one."""
+
+    fallback: Callable[[Any, Any], Any] | None = None
+
+
 def _deep_copy(obj: Any, memo: Any = None) -> Any:
     """``copy.deepcopy`` of an FFI value: the runtime's ``ffi.DeepCopy`` (shared
     sub-objects stay shared, cycles stay cycles), recorded in ``memo``. A graph holding
@@ -41,11 +50,11 @@ def _deep_copy(obj: Any, memo: Any = None) -> Any:
     try:
         made = _cached_global_func("ffi.DeepCopy")(obj)
     except RuntimeError as err:
-        if not any(kind in str(err) for kind in _PICKLED_TYPES):
+        if not any(kind in str(err) for kind in _PICKLED_TYPES) or GraphCopy.fallback is None:
             raise
-        import pickle  # import-time: pickle and _compat_pickle, only on this rare path
-
-        made = pickle.loads(pickle.dumps(obj, protocol=5))
+        # Copied the way pickle sends it (tensors by their bytes), element by element
+        # with memo, so a container holding itself copies into one holding its copy.
+        made = GraphCopy.fallback(obj, memo)
     if memo is not None:
         memo[id(obj)] = made
     return made

@@ -13,6 +13,7 @@ from typing import Any
 from . import _core
 from ._core import Object
 from ._graph_doc import checked_text
+from ._lineage import GraphCopy
 from .function import _cached_global_func
 from .object import _is_synthetic, _new_object
 from .serialization import to_json_graph_str
@@ -57,4 +58,12 @@ def _setstate_hook(obj: Object, state: Any) -> None:
         _core._init_handle(obj, _cached_global_func("ffi.FromJSONGraphString"), handle)
 
 
+def _copy_graph(obj: Object, memo: Any) -> Any:
+    """``copy.deepcopy``'s way for a graph the runtime refuses to copy (``_lineage``)."""
+    from . import _pickle  # import-time: as in _reduce_hook, loaded on first use
+
+    return _pickle.deep_copy_graph(obj, memo)
+
+
 _core._set_pickle_hooks(_reduce_hook, _setstate_hook)
+GraphCopy.fallback = _copy_graph

@@ -283,9 +283,10 @@ _LITERAL_PIECE = 64  # bytes per piece: compilers cap the length of one literal
 def c_string(text: str) -> str:
     """``text`` as a C string literal (UTF-8; ``sizeof - 1`` is its byte length).
 
-    Long text becomes adjacent literals on consecutive lines, which C joins into one.
+    Long text becomes adjacent literals on consecutive lines, which C joins into one. A
+    lone surrogate, which UTF-8 cannot hold, is kept as its ``\\udXXXX`` spelling.
     """
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "backslashreplace")
     pieces = [
         '"' + "".join(_C_BYTE[b] for b in data[at : at + _LITERAL_PIECE]) + '"'
         for at in range(0, len(data), _LITERAL_PIECE)
