@@ -141,6 +141,8 @@ def _cutedsl_worker(repeats: int) -> dict[str, float]:
         u: cutlass.Int32
         v: cutlass.Float32
 
+    globals()["Params"] = Params
+
     @cute.jit
     def f(a: cutlass.Float32, x: cute.Tensor, y: cute.Tensor) -> None:
         pass
