@@ -424,7 +424,7 @@ def _object_hook(schema: TypeSchema) -> Any:
     looks its variant up by payload. Refuses (``ValueError``) an index the runtime does
     not know, before C asks for its type info."""
     _FromAbove.check_type_index(schema.origin_type_index)
-    cls = _FromAbove.registered.get(schema.origin_type_index)
+    cls: Any = _FromAbove.registered.get(schema.origin_type_index)
     payload = getattr(cls, "_payload_type", None) if isinstance(cls, type) else None
     if payload not in (int, str):
         return None
@@ -433,7 +433,7 @@ def _object_hook(schema: TypeSchema) -> Any:
         if type(value) is not payload:
             return None
         try:
-            return cls.get(value)  # type: ignore[attr-defined]
+            return cls.get(value)
         except KeyError:
             return None
 
