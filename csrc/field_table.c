@@ -741,6 +741,10 @@ static PyObject* method_init(TableMethod* m, PyObject* const* args, Py_ssize_t n
     }
   }
   if (m->kind == M_FFI_INIT) return reconstruct(t, self, args + 1, n - 1, kwnames);
+  /* A base class's __init__ reached by super().__init__() from a subclass whose own
+   * __init__ already has its object (allocated before that __init__ ran): nothing to
+   * construct, the subclass sets its fields itself. */
+  if (HANDLE(self) != NULL && (PyObject*)Py_TYPE(self) != m->owner) Py_RETURN_NONE;
   if (construct(t, self, args + 1, n - 1, kwnames) != 0) return NULL;
   if (m->kind == M_INIT) {
     if (PyTuple_GET_SIZE(t->init_props) > 0 && run_init_props(t, self) != 0) return NULL;

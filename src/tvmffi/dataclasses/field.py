@@ -116,7 +116,7 @@ _FIELD_DEFAULTS: dict[str, Any] = {
     "default_factory": MISSING,
     "init": True,
     "repr": True,
-    "compare": True,
+    "compare": False,  # a Field made directly compares only when told; field() says True
     "hash": None,
     "kw_only": None,
     "frozen": False,
@@ -168,6 +168,8 @@ def field(
     structural equality and hashing, ``doc`` documents it in the reflection data.
     """
     options = dict(locals())  # exactly the parameters: nothing is bound before this line
+    if default_factory is None:  # Field(default_factory=None) means none; here it is a mistake
+        raise TypeError("default_factory must be a callable, got NoneType")
     return Field(**options.pop("extra_kwargs"), **options)
 
 

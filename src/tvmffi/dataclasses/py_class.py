@@ -146,7 +146,7 @@ def _inherited_type_attrs(cls: type, info: TypeInfo, names: tuple[str, ...]) -> 
     return [(name, value, True) for name, value in pairs if value is not None]
 
 
-def _collect_py_methods(cls: type) -> list[tuple[str, Any, bool]]:
+def _collect_py_methods(cls: type) -> list[tuple[str, Any, bool]] | None:
     """``(name, function, is_static)`` of each entry the class body gives the runtime: the
     ``@method`` functions and the type-attribute names it defines (a ``None`` value only
     hides the inherited one)."""
@@ -166,7 +166,7 @@ def _collect_py_methods(cls: type) -> list[tuple[str, Any, bool]]:
             continue
         is_static = isinstance(value, staticmethod)
         entries.append((name, value.__func__ if is_static else value, is_static))
-    return entries
+    return entries or None  # None: the class gives the runtime nothing (as officially)
 
 
 def _method_metadata(cls: type, func: Any, is_static: bool, localns: dict[str, Any]) -> str:
