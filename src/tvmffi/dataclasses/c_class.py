@@ -9,6 +9,7 @@ dataclass dunders derived from the reflection data.
 from __future__ import annotations
 
 import inspect
+import typing
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -57,13 +58,32 @@ def _field_of(tf: Any, annotation: Any, frozen: bool) -> Field:
 def _own_fields_as_dataclass_fields(cls: type, info: TypeInfo, frozen: bool) -> None:
     """Give each own reflected field its :class:`Field` (``fields()`` returns them); with
     ``frozen`` the fields refuse plain assignment."""
-    annotations = inspect.get_annotations(cls)
+    annotations = _resolved_annotations(cls)
     for tf in info.fields or ():
         if frozen:
             tf.frozen = True
             if not isinstance(cls.__dict__.get(tf.name), _PayloadEnumProperty):
                 setattr(cls, tf.name, tf.as_property(cls))
         tf.dataclass_field = _field_of(tf, annotations.get(tf.name), frozen)
+
+
+def _resolved_annotations(cls: type) -> dict[str, Any]:
+    """The class body's own annotations, string ones evaluated where they can be (a
+    ``from __future__ import annotations`` module gives ``"int"``; fields() shows ``int``)."""
+    own = inspect.get_annotations(cls)
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # an annotation naming what is not importable stays as written
+        return own
+    return {name: hints.get(name, value) for name, value in own.items()}
+
+
+def _attach_field_objects(cls: type, type_info: TypeInfo) -> None:
+    """Give every own reflected field of ``type_info`` a :class:`Field` read from ``cls``'s
+    annotations (``Field.type`` None where ``cls`` does not annotate it); again replaces
+    them. The official tests call it by this name."""
+    for tf in type_info.fields or ():
+        tf.dataclass_field = _field_of(tf, _resolved_annotations(cls).get(tf.name), False)
 
 
 def _enum_field_converters(info: TypeInfo) -> dict[str, Callable[[Any], Any]]:
