@@ -911,7 +911,29 @@ static PyObject* method_get_objclass(PyObject* op, void* c) {
   return Py_NewRef(m->owner != NULL ? m->owner : Py_None);
 }
 
+/* A class body's own __init__ wrapped by the table keeps its docstring and is
+ * reachable as __wrapped__ (as functools.wraps would give). */
+static PyObject* method_get_doc(PyObject* op, void* c) {
+  (void)c;
+  TableMethod* m = (TableMethod*)op;
+  if (m->wrapped != NULL) return PyObject_GetAttrString(m->wrapped, "__doc__");
+  return PyUnicode_FromString(
+      "A dataclass dunder of an FFI class, in C, reading the class's field table.");
+}
+
+static PyObject* method_get_wrapped(PyObject* op, void* c) {
+  (void)c;
+  TableMethod* m = (TableMethod*)op;
+  if (m->wrapped == NULL) {
+    PyErr_SetString(PyExc_AttributeError, "__wrapped__: this method wraps no function");
+    return NULL;
+  }
+  return Py_NewRef(m->wrapped);
+}
+
 static PyGetSetDef method_getset[] = {
+    {"__doc__", method_get_doc, NULL, NULL, NULL},
+    {"__wrapped__", method_get_wrapped, NULL, NULL, NULL},
     {"__name__", method_get_name, NULL, NULL, NULL},
     {"__qualname__", method_get_qualname, NULL, NULL, NULL},
     {"__signature__", method_get_signature, method_set_signature, NULL, NULL},

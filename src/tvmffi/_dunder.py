@@ -189,8 +189,9 @@ def _init_signature(table: Any) -> inspect.Signature:
         )
         param = inspect.Parameter(name, kind, default=_core_missing() if has_default else empty)
         (keyword if flags & _ROW_KW_ONLY else positional).append(param)
-    # Required positional fields come first: the runtime's constructor takes them so.
+    # Required fields come first in each group: the runtime's constructor takes them so.
     positional.sort(key=lambda p: p.default is not empty)
+    keyword.sort(key=lambda p: p.default is not empty)
     return inspect.Signature(params + positional + keyword)
 
 
