@@ -50,7 +50,7 @@ def _field_of(tf: Any, annotation: Any, frozen: bool) -> Field:
         options["default_factory"] = MISSING
     if options["default"] is not MISSING and options["default_factory"] is not MISSING:
         options["default"] = MISSING  # the factory makes the value
-    made = Field(name=tf.name, type=annotation, _ty_schema=tf.type_schema, **options)
+    made = Field(name=tf.name, type=annotation, _ty_schema=tf.ty, **options)
     made.frozen = frozen or bool(tf.frozen)
     return made
 

@@ -41,8 +41,9 @@ __all__ = ["gen_abi_cpp"]
 # ---------------------------------------------------------------------------
 # C++ spelling of names and strings
 # ---------------------------------------------------------------------------
-# C++20 keywords and alternative tokens (plus the contextual ``final``, ``override``,
-# ``import``, ``module``): a reflected name spelled like one is escaped.
+# C++20 keywords and alternative tokens: a reflected name spelled like one is escaped.
+# The contextual ``final``, ``override``, ``import`` and ``module`` are identifiers in a
+# member declaration and stay as they are.
 _KEYWORD_TEXT = """
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
 char16_t char32_t class compl concept const consteval constexpr constinit const_cast
@@ -52,7 +53,7 @@ mutable namespace new noexcept not not_eq nullptr operator or or_eq private prot
 public register reinterpret_cast requires return short signed sizeof static
 static_assert static_cast struct switch template this thread_local throw true try
 typedef typeid typename union unsigned using virtual void volatile wchar_t while xor
-xor_eq final override import module
+xor_eq
 """
 _CPP_KEYWORDS = frozenset(_KEYWORD_TEXT.split())
 _ESCAPE_PREFIX = "__ffi_escape_"
