@@ -630,10 +630,9 @@ def _with_defaults(decorator: str, given: Mapping[str, Any], defaults: dict[str,
     return {**defaults, **given}
 
 
-def _decorate(cls: _T, params: dict[str, Any]) -> _T:
-    """Register ``cls`` as a new FFI type with ``params`` (the decorator's options)."""
-    if not isinstance(cls, type):
-        raise TypeError(f"@py_class decorates a class, got {type(cls).__name__}")
+def _check_options(params: dict[str, Any]) -> None:
+    """``ValueError`` for option values no class can take (checked when the decorator is
+    made, before any class is seen)."""
     if params["order"] and not params["eq"]:
         raise ValueError("order=True requires eq=True")
     if params["structural_eq"] not in _STRUCTURE_KIND_MAP:
@@ -641,6 +640,13 @@ def _decorate(cls: _T, params: dict[str, Any]) -> _T:
             f"structural_eq must be one of {sorted(_STRUCTURE_KIND_MAP, key=str)}, "
             f"got {params['structural_eq']!r}"
         )
+
+
+def _decorate(cls: _T, params: dict[str, Any]) -> _T:
+    """Register ``cls`` as a new FFI type with ``params`` (the decorator's options)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"@py_class decorates a class, got {type(cls).__name__}")
+    _check_options(params)
     parent = _parent_info(cls)
     _marker_types(cls)
     key = params["type_key"] or f"{cls.__module__}.{cls.__qualname__}"
@@ -678,8 +684,7 @@ def py_class(type_key: Any = None, /, **options: Unpack[_PyClassOptions]) -> Any
     if type_key is not None and not isinstance(type_key, str):
         raise TypeError(f"type_key must be a str, got {type(type_key).__name__}")
     params = _with_defaults("py_class", options, _PY_CLASS_DEFAULTS)
-    if params["order"] and not params["eq"]:
-        raise ValueError("order=True requires eq=True")
+    _check_options(params)
     if type_key is not None:
         params["type_key"] = type_key
 
