@@ -275,6 +275,22 @@ static int object_by_hook(const TPNode* n, const TVMFFIAny* in, TVMFFIAny* out, 
   return rc;
 }
 
+/* str(exc) with every line after `pad`: a nested reason reads one level deeper than the
+ * line that introduces it. New reference, or NULL with an error set. */
+static PyObject* indented(PyObject* exc, const char* pad) {
+  PyObject* text = exc != NULL ? PyObject_Str(exc) : PyUnicode_FromString("");
+  if (text == NULL) return NULL;
+  PyObject* sep = PyUnicode_FromFormat("\n%s", pad);
+  PyObject* lines = sep != NULL ? PyUnicode_Splitlines(text, 0) : NULL;
+  PyObject* joined = lines != NULL ? PyUnicode_Join(sep, lines) : NULL;
+  PyObject* out = joined != NULL ? PyUnicode_FromFormat("%s%U", pad, joined) : NULL;
+  Py_XDECREF(joined);
+  Py_XDECREF(lines);
+  Py_XDECREF(sep);
+  Py_DECREF(text);
+  return out;
+}
+
 static int object_by_convert_attr(const TPNode* n, const TVMFFIAny* in, TVMFFIAny* out,
                                   PyObject* py) {
   static const TVMFFIByteArray name = {"__ffi_convert__", 15};
@@ -292,10 +308,12 @@ static int object_by_convert_attr(const TPNode* n, const TVMFFIAny* in, TVMFFIAn
   tvmffi_raise_ffi_error();
   PyObject* exc = tvmffi_fetch_exception();
   PyObject* got = name_of(in, py);
-  if (got != NULL) {
-    PyErr_Format(PyExc_TypeError, "expected %U, got %U\n  __ffi_convert__ failed:\n%S", n->text,
-                 got, exc);
+  PyObject* why = got != NULL ? indented(exc, "    ") : NULL;
+  if (why != NULL) {
+    PyErr_Format(PyExc_TypeError, "expected %U, got %U\n  __ffi_convert__ failed:\n%U", n->text,
+                 got, why);
   }
+  Py_XDECREF(why);
   Py_XDECREF(got);
   Py_XDECREF(exc);
   return -1;
