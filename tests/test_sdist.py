@@ -104,7 +104,7 @@ def test_sdist_installs_in_a_fresh_venv_and_runs_the_quickstart(
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     first = proc.stdout.splitlines()[0]
-    assert first.startswith("tvmffi ") and " on TVM FFI runtime " in first, proc.stdout[:400]
+    assert first.startswith("tvmffi ") and " on the apache-tvm-ffi " in first, proc.stdout[:400]
     # The tvmffi that ran is the installed one, not this tree's src/.
     where = subprocess.run(
         [str(py), "-c", "import tvmffi; print(tvmffi.__file__)"],
