@@ -428,62 +428,54 @@ class Enum(Object, metaclass=_EnumMeta):
         return self  # a variant is a singleton: copying it deeply is keeping it
 
 
+class _ByPayload:
+    """The dunders IntEnum and StrEnum share: a variant equals, hashes and prints as its
+    payload, the index its class's ``_payload_type`` names."""
+
+    __slots__ = ()
+    _payload_type: type
+    _int_index: int
+    _str_index: str
+
+    def _payload(self) -> int | str:
+        return self._int_index if self._payload_type is int else self._str_index
+
+    @property
+    def name(self) -> str:
+        return self._str_index
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, self._payload_type) and not isinstance(other, Object):
+            return self._payload() == other
+        return isinstance(other, Object) and self.same_as(other)  # type: ignore[attr-defined]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self._payload())
+
+    def __str__(self) -> str:
+        return str(self._payload())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self._str_index}"
+
+
 @c_class("ffi.IntEnum", frozen=True, init=False, repr=False)
-class IntEnum(Enum):
+class IntEnum(_ByPayload, Enum):
     """Enum whose ``value`` aliases its signed 64-bit integer index."""
 
     _payload_type = int  # a field of this type also takes the int payload (type_schema)
 
     value: int  # the runtime's field, the integer index again
 
-    @property
-    def name(self) -> str:
-        return self._str_index
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, int) and not isinstance(other, Object):
-            return self._int_index == other
-        return isinstance(other, Object) and self.same_as(other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __hash__(self) -> int:
-        return hash(self._int_index)
-
-    def __str__(self) -> str:
-        return str(self._int_index)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}.{self._str_index}"
-
 
 @c_class("ffi.StrEnum", frozen=True, init=False, repr=False)
-class StrEnum(Enum):
+class StrEnum(_ByPayload, Enum):
     """Enum whose ``name`` and ``value`` alias its string index."""
 
     _payload_type = str  # a field of this type also takes the str payload (type_schema)
 
     value: str  # the runtime's field, the string index again
-
-    @property
-    def name(self) -> str:
-        return self._str_index
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, str):
-            return self._str_index == other
-        return isinstance(other, Object) and self.same_as(other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __hash__(self) -> int:
-        return hash(self._str_index)
-
-    def __str__(self) -> str:
-        return self._str_index
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}.{self._str_index}"
 
